@@ -1,0 +1,75 @@
+# fuse-io-uring-lab: FUSE over io_uring, taught and tested in a VM.
+#
+# The two commands of the README:
+#   make demo    from nothing to the guest walking every lab, narrated
+#   make check   build what is needed, run every test, end with "N passed, N failed"
+#
+# Each target is a step of one pipeline; the scripts it calls decide what is
+# already up to date, so running a target twice is cheap.
+
+SHELL := /bin/bash
+TOP := $(CURDIR)
+BUILD := $(TOP)/build
+FLAVOR ?= normal
+export FLAVOR
+
+CC := gcc
+CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
+
+.PHONY: help deps kernel headers server tests vm check demo patches patches-check docs clean
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make demo           install, build, boot the guest and walk the labs"
+	@echo "make check          run every test (host, runner, guest); ends with 'N passed, N failed'"
+	@echo "make deps           install the Debian packages and download the pinned kernel"
+	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR))"
+	@echo "make server         build the reference server into build/reference-server/"
+	@echo "make vm             an interactive shell in the guest"
+	@echo "make patches        export build/linux's commits above base into kernel-patches/"
+	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
+	@echo "make docs           build the documentation into build/docs/"
+	@echo "vm/run -- CMD       run one command in the guest"
+
+deps:
+	@scripts/deps
+
+kernel: deps
+	@scripts/kernel build
+
+headers: deps
+	@scripts/kernel headers
+
+# The reference server builds against the patched tree's uapi headers.
+server: headers
+	@if [ -f reference-server/Makefile ]; then $(MAKE) -s -C reference-server; fi
+
+# Small programs the guest tests run, linked statically like the server.
+TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*.c))
+tests: $(TEST_PROGS)
+$(BUILD)/tests/%: tests/%.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -static -o $@ $< -luring
+
+vm: kernel server tests
+	@vm/run --interactive
+
+check: kernel server tests
+	@scripts/check
+
+demo: kernel server tests
+	@scripts/demo
+
+patches:
+	@scripts/kernel export
+
+patches-check: deps
+	@scripts/kernel series-check
+
+docs: deps
+	@sphinx-build -q -W -n --keep-going -b html . $(BUILD)/docs
+	@echo "docs: $(BUILD)/docs/index.html"
+
+# Keeps the download and ccache cache (~/.cache/fuse-io-uring-lab).
+clean:
+	rm -rf $(BUILD)

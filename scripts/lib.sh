@@ -1,0 +1,46 @@
+# scripts/lib.sh: what every script of the pipeline shares.
+#
+# Paths, the pinned kernel and the error convention live here once, so that
+# `make`, vm/run and the tests all agree on them. Sourced, never run.
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$TOP/build
+
+# Downloads and ccache survive `make clean` and fresh clones: a second run on
+# the same machine reuses them.
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/fuse-io-uring-lab
+
+# The kernel everything is built on: Debian's linux-source-7.2 package, pinned
+# to one exact version and checksum. When Debian stops serving this version,
+# `apt-cache policy linux-source-7.2` (after `make deps` added the suites) lists
+# what it serves: change both lines to one of those, run `make kernel`, and
+# check the series still applies (`make patches-check`).
+KERNEL_DEB_VERSION=7.2.12-1~bpo13+1
+KERNEL_DEB_SHA256=73ca6c22599ba411ab3179642d33501ca2c90174e13c3c8d86e996ea1cbf2a8f
+KERNEL_DEB=$CACHE/downloads/linux-source-7.2_${KERNEL_DEB_VERSION}_all.deb
+
+# The kernel tree (a git repository, tag `base` = pristine Debian source) and
+# the build folders, one per flavour, so a debug kernel never dirties the
+# normal one.
+LINUX=$BUILD/linux
+FLAVOR=${FLAVOR:-normal}
+KOBJ=$BUILD/obj/$FLAVOR
+BZIMAGE=$KOBJ/arch/x86/boot/bzImage
+HEADERS=$BUILD/headers
+
+# Messages: one line saying what is wrong and what to run. `step` narrates
+# the long steps so a person watching knows what the machine is doing.
+die() { printf '\n%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+step() { printf '==> %s\n' "$*" >&2; }
+note() { printf '    %s\n' "$*" >&2; }
+
+# Run as root, or through sudo when that is possible without a password.
+as_root() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+		sudo "$@"
+	else
+		die "installing packages needs root: run 'sudo make deps' once (or as root)"
+	fi
+}
