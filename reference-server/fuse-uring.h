@@ -1,0 +1,198 @@
+/*
+ * fuse-uring.h: the types every part of the reference server shares.
+ *
+ * Read this first: options, one request as the handlers see it, the queue
+ * and ring-entry state machine, and the functions each .c file exports.
+ */
+#ifndef FUSE_URING_H
+#define FUSE_URING_H
+
+#include <linux/fuse.h>		/* from build/headers: the 7.2 uapi */
+#include <liburing.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#define SRV_NAME "fuse-uring-server"
+
+/* ---- options (options.c) ---------------------------------------------- */
+
+/*
+ * How ring entries hand buffers to the kernel. Stock 7.2 knows only iovec
+ * mode; later issues add the others to this same enum and option.
+ */
+enum srv_mode {
+	SRV_MODE_IOVEC,		/* REGISTER passes iov[0] header, iov[1] payload */
+	SRV_MODE_BUFRING,	/* not yet: needs the buffer-ring kernel patches */
+	SRV_MODE_PINNED_HEADERS,
+	SRV_MODE_PINNED_BUFFERS,
+	SRV_MODE_ZERO_COPY,
+};
+
+struct srv_opts {
+	const char *backing_dir;
+	const char *mountpoint;
+	unsigned int queue_depth;	/* ring entries per queue */
+	size_t payload_size;		/* bytes of iov[1] per entry = max_write */
+	enum srv_mode mode;
+	bool foreground;
+	bool trace;
+	bool help;
+};
+
+#define SRV_DEFAULT_QUEUE_DEPTH 8		/* libfuse's default, too */
+#define SRV_MAX_QUEUE_DEPTH 1024
+#define SRV_DEFAULT_PAYLOAD_SIZE (1024 * 1024)	/* = 256 pages, fuse's default max_pages_limit */
+#define SRV_MIN_PAYLOAD_SIZE FUSE_MIN_READ_BUFFER
+#define SRV_MAX_PAYLOAD_SIZE (16 * 1024 * 1024)
+
+int parse_options(int argc, char **argv, struct srv_opts *o,
+		  char *err, size_t errlen);
+const char *mode_name(enum srv_mode m);
+void print_usage(FILE *f);
+
+/* ---- one request, as every handler sees it (proto.c) ------------------- */
+
+/*
+ * The same view is filled from a /dev/fuse read buffer or from a ring entry,
+ * so the handlers in ops.c do not know which channel a request came on.
+ * Over io_uring, out is the payload buffer that data points into: a
+ * handler reads all of data before it writes its reply.
+ */
+struct srv_req {
+	const struct fuse_in_header *in;
+	const void *arg;	/* per-opcode header, e.g. struct fuse_write_in */
+	size_t arg_len;
+	const char *data;	/* what follows: names, WRITE data */
+	size_t data_len;
+	void *out;		/* reply payload goes here (no fuse_out_header) */
+	size_t out_size;	/* capacity of out */
+	size_t out_len;		/* set by the handler */
+};
+
+/* Handlers return 0 or -errno; the caller sends the one reply. */
+typedef int (*srv_handler)(struct srv_req *r);
+
+struct srv_op {
+	const char *name;	/* the uapi name without FUSE_, for --trace */
+	size_t arg_size;	/* sizeof its per-opcode header, 0 if none */
+	srv_handler handler;	/* NULL: answered with -ENOSYS */
+	bool no_reply;		/* FORGET, BATCH_FORGET, INTERRUPT */
+};
+
+const struct srv_op *srv_op_lookup(uint32_t opcode);
+const char *fuse_opcode_name(uint32_t opcode);
+int parse_dev_request(void *buf, size_t n, struct srv_req *r);
+int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
+		       size_t payload_cap, struct srv_req *r);
+void build_ring_reply(struct fuse_uring_req_header *hdr, uint64_t unique,
+		      int error, size_t out_len);
+void build_dev_reply(struct fuse_out_header *oh, uint64_t unique, int error,
+		     size_t out_len);
+int req_name(const struct srv_req *r, size_t skip, const char **name,
+	     size_t *consumed);
+size_t dirent_pack(void *buf, size_t cap, const char *name, uint64_t ino,
+		   uint64_t off, uint32_t type);
+void stat_to_fuse_attr(const struct stat *st, struct fuse_attr *a);
+int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
+		     unsigned int nr_queues, long page_size,
+		     struct fuse_init_out *out);
+
+/* ---- the passthrough file system (ops.c, inodes.c) --------------------- */
+
+int ops_init(const char *backing_dir);
+void ops_destroy(void);
+int srv_dispatch(struct srv_req *r, const struct srv_op **op);
+
+/* ---- queues and ring entries (ring.c) ---------------------------------- */
+
+/* One ring entry: a header slot and a payload buffer the kernel copies to. */
+enum srv_ent_state {
+	/* Allocated, not yet handed to the kernel */
+	ENT_IDLE,
+	/* REGISTER or COMMIT_AND_FETCH is queued: waiting for a request */
+	ENT_IN_KERNEL,
+	/* Its CQE arrived: the entry holds a request the server is handling */
+	ENT_IN_SERVER,
+	/* The kernel ended the command with an error (teardown): never reused */
+	ENT_DEAD,
+};
+
+struct srv_queue;
+
+struct srv_ent {
+	struct srv_queue *queue;
+	unsigned int id;			/* index in queue->ents */
+	enum srv_ent_state state;
+	uint32_t last_cmd;			/* FUSE_IO_URING_CMD_*, for messages */
+	struct fuse_uring_req_header *header;	/* iov[0] */
+	void *payload;				/* iov[1] */
+	/* REGISTER hands the kernel this array's address; it must stay put */
+	struct iovec iov[2];
+};
+
+struct srv_session;
+
+struct srv_queue {
+	struct srv_session *s;
+	unsigned int qid;		/* = the CPU whose requests it gets */
+	struct io_uring ring;
+	bool ring_ready;		/* io_uring_queue_init succeeded */
+	int stop_efd;			/* eventfd: main writes it to stop us */
+	int reg_err;			/* first REGISTER error, -errno */
+	struct srv_ent *ents;
+	unsigned int live_ents;		/* entries not ENT_DEAD */
+	void *headers_mem, *payload_mem;
+	pthread_t thread;
+	bool thread_started;
+};
+
+/* ---- the session: /dev/fuse, the mount, and the start-up hand-shake ---- */
+
+struct srv_session {
+	struct srv_opts *opts;
+	int devfd;
+	bool mounted;
+	void *devbuf, *devout;		/* /dev/fuse request and reply buffers */
+	size_t devbuf_size;
+	unsigned int nr_queues;
+	long page_size;
+	struct srv_queue *queues;
+
+	/*
+	 * Start-up hand-shake between main and the queue threads, under lock:
+	 * threads report "ring built", wait for "go" (sent after the INIT
+	 * reply), then report "REGISTER accepted" or the error they got.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int nr_built, nr_registered;
+	int setup_err;			/* first error, -errno */
+	const char *setup_err_what;	/* which call gave it */
+	bool go, abort_start;
+};
+
+/* session.c; session_loop() returns one of these, or -errno */
+#define SRV_STOP_SIGNAL 1	/* SIGINT/SIGTERM: we unmount */
+#define SRV_STOP_DISCONNECTED 2	/* unmounted or aborted from outside */
+int session_open_dev(struct srv_session *s);
+int session_check_uring_param(void);
+int session_mount(struct srv_session *s);
+int session_handle_init(struct srv_session *s);
+int session_loop(struct srv_session *s);
+void session_unmount(struct srv_session *s, bool requested);
+void session_teardown(struct srv_session *s);
+void srv_trace_dev(const struct srv_req *r, const struct srv_op *op, int err);
+
+/* ring.c */
+int cpu_list_count(const char *list);
+int ring_count_possible_cpus(void);
+int ring_start_queues(struct srv_session *s);
+int ring_register_all(struct srv_session *s);
+void ring_stop_queues(struct srv_session *s);
+
+#endif /* FUSE_URING_H */

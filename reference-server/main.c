@@ -1,0 +1,134 @@
+/*
+ * main.c: fuse-uring-server, a pass-through FUSE server over io_uring.
+ *
+ * main() is the life-cycle in protocol order; each step is one function
+ * in session.c or ring.c. Build: make -C reference-server (see Makefile).
+ */
+#include "fuse-uring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * Without --foreground, fork before any thread exists (fork copies only
+ * the calling thread). The parent waits on a pipe and exits 0 only once
+ * the child reports the mount is up, so "server && use mount" works.
+ */
+static int daemon_start(void)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		perror(SRV_NAME ": pipe");
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror(SRV_NAME ": fork");
+		exit(1);
+	}
+	if (pid > 0) {
+		close(p[1]);
+		_exit(read(p[0], &c, 1) == 1 && c == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	setsid();
+	return p[1];
+}
+
+/* Tell the waiting parent we are mounted; stderr stays for --trace. */
+static void daemon_ready(int fd)
+{
+	char c = 0;
+	int null = open("/dev/null", O_RDWR);
+
+	if (write(fd, &c, 1) != 1)
+		perror(SRV_NAME ": notify parent");
+	close(fd);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		close(null);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct srv_session s = {
+		.devfd = -1,
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.cond = PTHREAD_COND_INITIALIZER,
+	};
+	struct srv_opts o;
+	char msg[256];
+	sigset_t set;
+	int notify_fd = -1, err, stop = 0;
+
+	if (parse_options(argc, argv, &o, msg, sizeof(msg))) {
+		fprintf(stderr, SRV_NAME ": %s (see --help)\n", msg);
+		return 2;
+	}
+	if (o.help) {
+		print_usage(stdout);
+		return 0;
+	}
+	s.opts = &o;
+	s.page_size = sysconf(_SC_PAGESIZE);
+	/* the kernel already applied the caller's umask to every mode */
+	umask(0);
+
+	err = ops_init(o.backing_dir);
+	if (err) {
+		fprintf(stderr, SRV_NAME ": %s: %s\n", o.backing_dir,
+			strerror(-err));
+		return 1;
+	}
+	if (!o.foreground)
+		notify_fd = daemon_start();
+	/* threads inherit this: only session_loop() takes the signals */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	/* 1. the connection */
+	err = session_open_dev(&s);
+	if (!err)
+		err = session_check_uring_param();
+	/* 2. every queue's memory and ring, before anything is promised */
+	if (!err)
+		err = ring_start_queues(&s);
+	/* 3. the mount: the kernel now queues FUSE_INIT on /dev/fuse */
+	if (!err)
+		err = session_mount(&s);
+	/* 4. FUSE_INIT by read/write, replying FUSE_OVER_IO_URING */
+	if (!err)
+		err = session_handle_init(&s);
+	/* 5. REGISTER each entry; the last one makes the ring ready */
+	if (!err)
+		err = ring_register_all(&s);
+	if (!err) {
+		fprintf(stderr, SRV_NAME ": %s on %s: %u queues x %u entries, "
+			"payload %zu B, mode %s\n", o.backing_dir, o.mountpoint,
+			s.nr_queues, o.queue_depth, o.payload_size,
+			mode_name(o.mode));
+		if (notify_fd >= 0)
+			daemon_ready(notify_fd);
+		/* 6. serve: the queue threads do the work, we watch /dev/fuse */
+		stop = session_loop(&s);
+	}
+
+	/* 7. teardown, in reverse: mount, rings, /dev/fuse */
+	session_unmount(&s, err || stop == SRV_STOP_SIGNAL);
+	ring_stop_queues(&s);
+	session_teardown(&s);
+	ops_destroy();
+	return err || stop < 0 ? 1 : 0;
+}

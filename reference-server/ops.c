@@ -1,0 +1,573 @@
+/*
+ * ops.c: the file system, a pass-through to BACKING_DIR (as libfuse's
+ * passthrough_hp). One srv_<op> per opcode returning 0 or -errno, and one
+ * table at the end in session order. Backing-store errors pass through.
+ */
+#include "fuse-uring.h"
+#include "inodes.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+/* How long the kernel may cache names and attributes: libfuse's default. */
+#define TIMEOUT_SEC 1
+
+/*
+ * Claim the reply: len zeroed bytes at r->out. Call it only after the last
+ * read of r->data: over io_uring, out and data are the same buffer.
+ */
+static void *reply(struct srv_req *r, size_t len)
+{
+	r->out_len = len;
+	memset(r->out, 0, len);
+	return r->out;
+}
+
+/*
+ * An O_PATH fd cannot be read, written, chmod-ed or truncated; its
+ * /proc/self/fd link can be opened like the file itself.
+ */
+static void proc_path(int fd, char buf[64])
+{
+	snprintf(buf, 64, "/proc/self/fd/%d", fd);
+}
+
+static int stat_inode(const struct srv_inode *ino, struct stat *st)
+{
+	if (fstatat(ino->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Shared by LOOKUP, MKDIR and CREATE: name -> inode, one more nlookup. */
+static int do_lookup(struct srv_inode *parent, const char *name,
+		     struct fuse_entry_out *e)
+{
+	struct srv_inode *ino;
+	struct stat st;
+	int fd, err;
+
+	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	err = inode_remember(fd, &st, &ino);
+	if (err)
+		return err;
+	memset(e, 0, sizeof(*e));
+	e->nodeid = inode_nodeid(ino);
+	e->entry_valid = TIMEOUT_SEC;
+	e->attr_valid = TIMEOUT_SEC;
+	stat_to_fuse_attr(&st, &e->attr);
+	return 0;
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+static int srv_lookup(struct srv_req *r)
+{
+	struct fuse_entry_out e;
+	const char *name;
+	size_t n;
+	int err;
+
+	err = req_name(r, 0, &name, &n);
+	if (!err)
+		err = do_lookup(inode_get(r->in->nodeid), name, &e);
+	if (!err)
+		memcpy(reply(r, sizeof(e)), &e, sizeof(e));
+	return err;
+}
+
+/* No reply: the kernel only tells us it dropped references. */
+static int srv_forget(struct srv_req *r)
+{
+	const struct fuse_forget_in *in = r->arg;
+
+	inode_forget(r->in->nodeid, in->nlookup);
+	return 0;
+}
+
+static int srv_batch_forget(struct srv_req *r)
+{
+	const struct fuse_batch_forget_in *in = r->arg;
+	const struct fuse_forget_one *one = (const void *)r->data;
+
+	if (r->data_len / sizeof(*one) < in->count)
+		return -EINVAL;
+	for (uint32_t i = 0; i < in->count; i++)
+		inode_forget(one[i].nodeid, one[i].nlookup);
+	return 0;
+}
+
+/* ---- attributes ------------------------------------------------------- */
+
+static int reply_attr(struct srv_req *r, const struct srv_inode *ino)
+{
+	struct fuse_attr_out *a;
+	struct stat st;
+	int err;
+
+	err = stat_inode(ino, &st);
+	if (err)
+		return err;
+	a = reply(r, sizeof(*a));
+	a->attr_valid = TIMEOUT_SEC;
+	stat_to_fuse_attr(&st, &a->attr);
+	return 0;
+}
+
+static int srv_getattr(struct srv_req *r)
+{
+	return reply_attr(r, inode_get(r->in->nodeid));
+}
+
+/* Each FATTR_ bit is one syscall; an open fh (FATTR_FH) is used if given. */
+static int srv_setattr(struct srv_req *r)
+{
+	const struct fuse_setattr_in *in = r->arg;
+	struct srv_inode *ino = inode_get(r->in->nodeid);
+	int fh = (in->valid & FATTR_FH) ? (int)in->fh : -1;
+	char proc[64];
+	int res = 0;
+
+	proc_path(ino->fd, proc);
+	if (in->valid & FATTR_MODE)
+		res = fh >= 0 ? fchmod(fh, in->mode) :
+				fchmodat(AT_FDCWD, proc, in->mode, 0);
+	if (!res && (in->valid & (FATTR_UID | FATTR_GID))) {
+		uid_t uid = (in->valid & FATTR_UID) ? in->uid : (uid_t)-1;
+		gid_t gid = (in->valid & FATTR_GID) ? in->gid : (gid_t)-1;
+
+		res = fchownat(ino->fd, "", uid, gid,
+			       AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	}
+	if (!res && (in->valid & FATTR_SIZE))
+		res = fh >= 0 ? ftruncate(fh, (off_t)in->size) :
+				truncate(proc, (off_t)in->size);
+	if (!res && (in->valid & (FATTR_ATIME | FATTR_MTIME))) {
+		struct timespec ts[2] = {
+			{ .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT },
+		};
+
+		if (in->valid & FATTR_ATIME_NOW)
+			ts[0].tv_nsec = UTIME_NOW;
+		else if (in->valid & FATTR_ATIME)
+			ts[0] = (struct timespec){ (time_t)in->atime,
+						   in->atimensec };
+		if (in->valid & FATTR_MTIME_NOW)
+			ts[1].tv_nsec = UTIME_NOW;
+		else if (in->valid & FATTR_MTIME)
+			ts[1] = (struct timespec){ (time_t)in->mtime,
+						   in->mtimensec };
+		res = fh >= 0 ? futimens(fh, ts) :
+				utimensat(AT_FDCWD, proc, ts, 0);
+	}
+	if (res < 0)
+		return -errno;
+	return reply_attr(r, ino);
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+/* The fh we hand the kernel is simply the backing file's fd. */
+static int srv_open(struct srv_req *r)
+{
+	const struct fuse_open_in *in = r->arg;
+	struct fuse_open_out *o;
+	char proc[64];
+	int fd;
+
+	proc_path(inode_get(r->in->nodeid)->fd, proc);
+	/* O_NOFOLLOW would refuse the /proc link itself */
+	fd = open(proc, (int)in->flags & ~O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	o = reply(r, sizeof(*o));
+	o->fh = (uint64_t)fd;
+	return 0;
+}
+
+static int srv_create(struct srv_req *r)
+{
+	const struct fuse_create_in *in = r->arg;
+	struct srv_inode *parent = inode_get(r->in->nodeid);
+	struct {
+		struct fuse_entry_out e;
+		struct fuse_open_out o;
+	} out;
+	const char *name;
+	size_t n;
+	int fd, err;
+
+	err = req_name(r, 0, &name, &n);
+	if (err)
+		return err;
+	/* the kernel already applied the umask to mode (no FUSE_DONT_MASK) */
+	fd = openat(parent->fd, name,
+		    ((int)in->flags | O_CREAT) & ~O_NOFOLLOW, in->mode);
+	if (fd < 0)
+		return -errno;
+	err = do_lookup(parent, name, &out.e);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	memset(&out.o, 0, sizeof(out.o));
+	out.o.fh = (uint64_t)fd;
+	memcpy(reply(r, sizeof(out)), &out, sizeof(out));
+	return 0;
+}
+
+/* READ lands straight in the reply buffer: over io_uring, the payload. */
+static int srv_read(struct srv_req *r)
+{
+	const struct fuse_read_in *in = r->arg;
+	ssize_t n;
+
+	if (in->size > r->out_size)
+		return -EINVAL;
+	n = pread((int)in->fh, r->out, in->size, (off_t)in->offset);
+	if (n < 0)
+		return -errno;
+	r->out_len = (size_t)n;
+	return 0;
+}
+
+static int srv_write(struct srv_req *r)
+{
+	const struct fuse_write_in *in = r->arg;
+	struct fuse_write_out *o;
+	ssize_t n;
+
+	if (in->size > r->data_len)
+		return -EINVAL;
+	n = pwrite((int)in->fh, r->data, in->size, (off_t)in->offset);
+	if (n < 0)
+		return -errno;
+	o = reply(r, sizeof(*o));
+	o->size = (uint32_t)n;
+	return 0;
+}
+
+/*
+ * FLUSH comes on every close(2) of the client's file; closing a dup gives
+ * the backing file system the same chance to report errors (e.g. NFS).
+ */
+static int srv_flush(struct srv_req *r)
+{
+	const struct fuse_flush_in *in = r->arg;
+	int fd = dup((int)in->fh);
+
+	if (fd < 0 || close(fd) < 0)
+		return -errno;
+	return 0;
+}
+
+static int srv_fsync(struct srv_req *r)
+{
+	const struct fuse_fsync_in *in = r->arg;
+	int res;
+
+	if (in->fsync_flags & FUSE_FSYNC_FDATASYNC)
+		res = fdatasync((int)in->fh);
+	else
+		res = fsync((int)in->fh);
+	return res < 0 ? -errno : 0;
+}
+
+static int srv_release(struct srv_req *r)
+{
+	const struct fuse_release_in *in = r->arg;
+
+	close((int)in->fh);	/* its errors were reported by FLUSH */
+	return 0;
+}
+
+/* ---- directories ------------------------------------------------------ */
+
+/* A directory fh: the stream and where the kernel last asked to be. */
+struct srv_dir {
+	DIR *dp;
+	uint64_t offset;
+	struct dirent *entry;	/* read but did not fit the last reply */
+};
+
+static int srv_opendir(struct srv_req *r)
+{
+	struct fuse_open_out *o;
+	struct srv_dir *d;
+	int fd, err;
+
+	fd = openat(inode_get(r->in->nodeid)->fd, ".",
+		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	d->dp = fdopendir(fd);
+	if (!d->dp) {
+		err = -errno;
+		close(fd);
+		free(d);
+		return err;
+	}
+	o = reply(r, sizeof(*o));
+	o->fh = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+/*
+ * Pack entries until the next one does not fit; the kernel comes back with
+ * that entry's offset. It serialises READDIRs of one open directory.
+ */
+static int srv_readdir(struct srv_req *r)
+{
+	const struct fuse_read_in *in = r->arg;
+	struct srv_dir *d = (struct srv_dir *)(uintptr_t)in->fh;
+	size_t cap = in->size < r->out_size ? in->size : r->out_size;
+	char *buf = r->out;
+	size_t used = 0, len;
+
+	if (in->offset != d->offset) {
+		seekdir(d->dp, (long)in->offset);
+		d->entry = NULL;
+		d->offset = in->offset;
+	}
+	for (;;) {
+		if (!d->entry) {
+			errno = 0;
+			d->entry = readdir(d->dp);
+			if (!d->entry) {
+				if (errno && used == 0)
+					return -errno;
+				break;
+			}
+		}
+		len = dirent_pack(buf + used, cap - used, d->entry->d_name,
+				  d->entry->d_ino, (uint64_t)d->entry->d_off,
+				  d->entry->d_type);
+		if (!len)
+			break;
+		used += len;
+		d->offset = (uint64_t)d->entry->d_off;
+		d->entry = NULL;
+	}
+	r->out_len = used;
+	return 0;
+}
+
+static int srv_releasedir(struct srv_req *r)
+{
+	const struct fuse_release_in *in = r->arg;
+	struct srv_dir *d = (struct srv_dir *)(uintptr_t)in->fh;
+
+	closedir(d->dp);
+	free(d);
+	return 0;
+}
+
+static int srv_mkdir(struct srv_req *r)
+{
+	const struct fuse_mkdir_in *in = r->arg;
+	struct srv_inode *parent = inode_get(r->in->nodeid);
+	struct fuse_entry_out e;
+	const char *name;
+	size_t n;
+	int err;
+
+	err = req_name(r, 0, &name, &n);
+	if (err)
+		return err;
+	if (mkdirat(parent->fd, name, in->mode) < 0)
+		return -errno;
+	err = do_lookup(parent, name, &e);
+	if (!err)
+		memcpy(reply(r, sizeof(e)), &e, sizeof(e));
+	return err;
+}
+
+static int do_unlink(struct srv_req *r, int flags)
+{
+	const char *name;
+	size_t n;
+	int err;
+
+	err = req_name(r, 0, &name, &n);
+	if (err)
+		return err;
+	if (unlinkat(inode_get(r->in->nodeid)->fd, name, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+static int srv_unlink(struct srv_req *r)
+{
+	return do_unlink(r, 0);
+}
+
+static int srv_rmdir(struct srv_req *r)
+{
+	return do_unlink(r, AT_REMOVEDIR);
+}
+
+/* Both carry "oldname\0newname\0"; RENAME2 adds RENAME_* flags. */
+static int do_rename(struct srv_req *r, uint64_t newdir, unsigned int flags)
+{
+	const char *oldname, *newname;
+	size_t n1, n2;
+	int err;
+
+	err = req_name(r, 0, &oldname, &n1);
+	if (!err)
+		err = req_name(r, n1, &newname, &n2);
+	if (err)
+		return err;
+	if (renameat2(inode_get(r->in->nodeid)->fd, oldname,
+		      inode_get(newdir)->fd, newname, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+static int srv_rename(struct srv_req *r)
+{
+	const struct fuse_rename_in *in = r->arg;
+
+	return do_rename(r, in->newdir, 0);
+}
+
+static int srv_rename2(struct srv_req *r)
+{
+	const struct fuse_rename2_in *in = r->arg;
+
+	return do_rename(r, in->newdir, in->flags);
+}
+
+/* ---- the file system as a whole --------------------------------------- */
+
+static int srv_statfs(struct srv_req *r)
+{
+	struct fuse_statfs_out *o;
+	struct statfs sf;
+
+	if (fstatfs(inode_get(r->in->nodeid)->fd, &sf) < 0)
+		return -errno;
+	o = reply(r, sizeof(*o));
+	o->st.blocks = sf.f_blocks;
+	o->st.bfree = sf.f_bfree;
+	o->st.bavail = sf.f_bavail;
+	o->st.files = sf.f_files;
+	o->st.ffree = sf.f_ffree;
+	o->st.bsize = (uint32_t)sf.f_bsize;
+	o->st.namelen = (uint32_t)sf.f_namelen;
+	o->st.frsize = (uint32_t)sf.f_frsize;
+	return 0;
+}
+
+/* Sent before unmount only for fuseblk mounts; nothing to flush here. */
+static int srv_destroy(struct srv_req *r)
+{
+	(void)r;
+	return 0;
+}
+
+/*
+ * INTERRUPT names a request we are running; our backing syscalls are not
+ * interruptible, so the request just finishes. Ignoring it is allowed.
+ */
+static int srv_interrupt(struct srv_req *r)
+{
+	(void)r;
+	return 0;
+}
+
+/*
+ * The dispatch table, in the order a session meets the opcodes. arg_size
+ * is how far the per-opcode header goes; INIT is answered in session.c.
+ */
+static const struct srv_op srv_ops[] = {
+	[FUSE_INIT]	= { "INIT", sizeof(struct fuse_init_in), NULL, false },
+	[FUSE_LOOKUP]	= { "LOOKUP", 0, srv_lookup, false },
+	[FUSE_FORGET]	= { "FORGET", sizeof(struct fuse_forget_in),
+			    srv_forget, true },
+	[FUSE_BATCH_FORGET] = { "BATCH_FORGET",
+				sizeof(struct fuse_batch_forget_in),
+				srv_batch_forget, true },
+	[FUSE_GETATTR]	= { "GETATTR", sizeof(struct fuse_getattr_in),
+			    srv_getattr, false },
+	[FUSE_SETATTR]	= { "SETATTR", sizeof(struct fuse_setattr_in),
+			    srv_setattr, false },
+	[FUSE_OPEN]	= { "OPEN", sizeof(struct fuse_open_in), srv_open, false },
+	[FUSE_CREATE]	= { "CREATE", sizeof(struct fuse_create_in),
+			    srv_create, false },
+	[FUSE_READ]	= { "READ", sizeof(struct fuse_read_in), srv_read, false },
+	[FUSE_WRITE]	= { "WRITE", sizeof(struct fuse_write_in),
+			    srv_write, false },
+	[FUSE_FLUSH]	= { "FLUSH", sizeof(struct fuse_flush_in),
+			    srv_flush, false },
+	[FUSE_FSYNC]	= { "FSYNC", sizeof(struct fuse_fsync_in),
+			    srv_fsync, false },
+	[FUSE_RELEASE]	= { "RELEASE", sizeof(struct fuse_release_in),
+			    srv_release, false },
+	[FUSE_OPENDIR]	= { "OPENDIR", sizeof(struct fuse_open_in),
+			    srv_opendir, false },
+	[FUSE_READDIR]	= { "READDIR", sizeof(struct fuse_read_in),
+			    srv_readdir, false },
+	[FUSE_RELEASEDIR] = { "RELEASEDIR", sizeof(struct fuse_release_in),
+			      srv_releasedir, false },
+	[FUSE_MKDIR]	= { "MKDIR", sizeof(struct fuse_mkdir_in),
+			    srv_mkdir, false },
+	[FUSE_RMDIR]	= { "RMDIR", 0, srv_rmdir, false },
+	[FUSE_UNLINK]	= { "UNLINK", 0, srv_unlink, false },
+	[FUSE_RENAME]	= { "RENAME", sizeof(struct fuse_rename_in),
+			    srv_rename, false },
+	[FUSE_RENAME2]	= { "RENAME2", sizeof(struct fuse_rename2_in),
+			    srv_rename2, false },
+	[FUSE_STATFS]	= { "STATFS", 0, srv_statfs, false },
+	[FUSE_INTERRUPT] = { "INTERRUPT", sizeof(struct fuse_interrupt_in),
+			     srv_interrupt, true },
+	[FUSE_DESTROY]	= { "DESTROY", 0, srv_destroy, false },
+};
+
+/* NULL for an opcode this server does not know at all. */
+const struct srv_op *srv_op_lookup(uint32_t opcode)
+{
+	if (opcode >= sizeof(srv_ops) / sizeof(srv_ops[0]) ||
+	    !srv_ops[opcode].name)
+		return NULL;
+	return &srv_ops[opcode];
+}
+
+/* Run the handler; anything without one is -ENOSYS, which the kernel
+ * remembers per opcode (it will not ask again). */
+int srv_dispatch(struct srv_req *r, const struct srv_op **opp)
+{
+	const struct srv_op *op = srv_op_lookup(r->in->opcode);
+
+	*opp = op;
+	if (!op || !op->handler)
+		return -ENOSYS;
+	return op->handler(r);
+}
+
+int ops_init(const char *backing_dir)
+{
+	return inodes_init(backing_dir);
+}
+
+void ops_destroy(void)
+{
+	inodes_destroy();
+}

@@ -1,0 +1,185 @@
+/*
+ * options.c: the command line, parsed into struct srv_opts.
+ *
+ * Pure: no I/O except print_usage(), so tests/unit.c checks every rule.
+ */
+#include "fuse-uring.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Every mode the option knows; later issues flip "implemented" to true. */
+static const struct {
+	const char *name;
+	enum srv_mode mode;
+	bool implemented;
+} modes[] = {
+	{ "iovec", SRV_MODE_IOVEC, true },
+	{ "bufring", SRV_MODE_BUFRING, false },
+	{ "pinned-headers", SRV_MODE_PINNED_HEADERS, false },
+	{ "pinned-buffers", SRV_MODE_PINNED_BUFFERS, false },
+	{ "zero-copy", SRV_MODE_ZERO_COPY, false },
+};
+#define NR_MODES (sizeof(modes) / sizeof(modes[0]))
+
+const char *mode_name(enum srv_mode m)
+{
+	for (size_t i = 0; i < NR_MODES; i++)
+		if (modes[i].mode == m)
+			return modes[i].name;
+	return "?";
+}
+
+void print_usage(FILE *f)
+{
+	fprintf(f,
+"usage: " SRV_NAME " [options] BACKING_DIR MOUNTPOINT\n"
+"\n"
+"Mount BACKING_DIR at MOUNTPOINT through FUSE over io_uring (pass-through).\n"
+"\n"
+"  --queue-depth=N     ring entries per queue (one queue per possible CPU),\n"
+"                      1..%d, default %d\n"
+"  --payload-size=SIZE payload buffer per entry, also max_write; a multiple\n"
+"                      of the page size, %d..%d, K/M suffixes, default 1M\n"
+"  --mode=MODE         how entries hand buffers to the kernel: iovec\n"
+"                      (the only mode of stock Linux 7.2)\n"
+"  --foreground        stay in the foreground (default: daemon once mounted)\n"
+"  --trace             one line per request on stderr\n"
+"  --help              this text\n"
+"\n"
+"Needs: root, /dev/fuse, /proc, and FUSE io_uring enabled:\n"
+"  echo 1 > /sys/module/fuse/parameters/enable_uring\n",
+		SRV_MAX_QUEUE_DEPTH, SRV_DEFAULT_QUEUE_DEPTH,
+		SRV_MIN_PAYLOAD_SIZE, SRV_MAX_PAYLOAD_SIZE);
+}
+
+/* A decimal number with an optional K or M suffix; -EINVAL otherwise. */
+static int parse_size(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end == 'K' || *end == 'k') {
+		*v *= 1024;
+		end++;
+	} else if (*end == 'M' || *end == 'm') {
+		*v *= 1024 * 1024;
+		end++;
+	}
+	return *end ? -EINVAL : 0;
+}
+
+static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < NR_MODES; i++) {
+		if (strcmp(s, modes[i].name))
+			continue;
+		if (!modes[i].implemented) {
+			snprintf(err, errlen,
+				 "--mode=%s is not implemented by this server yet "
+				 "(supported: iovec)", s);
+			return -EINVAL;
+		}
+		*m = modes[i].mode;
+		return 0;
+	}
+	snprintf(err, errlen, "unknown --mode '%s' (supported: iovec)", s);
+	return -EINVAL;
+}
+
+/*
+ * Fill o from argv. Returns 0, or -EINVAL with one sentence in err.
+ * --help sets o->help and skips the positional checks.
+ */
+int parse_options(int argc, char **argv, struct srv_opts *o,
+		  char *err, size_t errlen)
+{
+	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_FG, OPT_TRACE,
+	       OPT_HELP };
+	static const struct option longopts[] = {
+		{ "queue-depth", required_argument, NULL, OPT_DEPTH },
+		{ "payload-size", required_argument, NULL, OPT_PAYLOAD },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "foreground", no_argument, NULL, OPT_FG },
+		{ "trace", no_argument, NULL, OPT_TRACE },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned long long v;
+	int c;
+
+	*o = (struct srv_opts){
+		.queue_depth = SRV_DEFAULT_QUEUE_DEPTH,
+		.payload_size = SRV_DEFAULT_PAYLOAD_SIZE,
+		.mode = SRV_MODE_IOVEC,
+	};
+	err[0] = '\0';
+	optind = 0;	/* glibc: a full reset, so the parser can run again */
+	opterr = 0;	/* we print one message of our own */
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_DEPTH:
+			if (parse_size(optarg, &v) || v < 1 ||
+			    v > SRV_MAX_QUEUE_DEPTH) {
+				snprintf(err, errlen,
+					 "--queue-depth must be 1..%d, got '%s'",
+					 SRV_MAX_QUEUE_DEPTH, optarg);
+				return -EINVAL;
+			}
+			o->queue_depth = (unsigned int)v;
+			break;
+		case OPT_PAYLOAD:
+			if (parse_size(optarg, &v) || v < SRV_MIN_PAYLOAD_SIZE ||
+			    v > SRV_MAX_PAYLOAD_SIZE || v % (unsigned long)page) {
+				snprintf(err, errlen,
+					 "--payload-size must be a multiple of %ld "
+					 "in %d..%d, got '%s'", page,
+					 SRV_MIN_PAYLOAD_SIZE,
+					 SRV_MAX_PAYLOAD_SIZE, optarg);
+				return -EINVAL;
+			}
+			o->payload_size = (size_t)v;
+			break;
+		case OPT_MODE:
+			if (parse_mode(optarg, &o->mode, err, errlen))
+				return -EINVAL;
+			break;
+		case OPT_FG:
+			o->foreground = true;
+			break;
+		case OPT_TRACE:
+			o->trace = true;
+			break;
+		case 'h':
+		case OPT_HELP:
+			o->help = true;
+			return 0;
+		case ':':
+			snprintf(err, errlen, "option '%s' needs a value",
+				 argv[optind - 1]);
+			return -EINVAL;
+		default:
+			snprintf(err, errlen, "unknown option '%s'",
+				 argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (argc - optind != 2) {
+		snprintf(err, errlen,
+			 "expected BACKING_DIR MOUNTPOINT, got %d argument%s",
+			 argc - optind, argc - optind == 1 ? "" : "s");
+		return -EINVAL;
+	}
+	o->backing_dir = argv[optind];
+	o->mountpoint = argv[optind + 1];
+	return 0;
+}

@@ -1,0 +1,486 @@
+/*
+ * ring.c: the io_uring side. One queue per possible CPU, each a thread
+ * pinned to its CPU with its own SQE128 ring and entries; every entry is
+ * handed over once with FUSE_IO_URING_CMD_REGISTER and then loops on
+ * FUSE_IO_URING_CMD_COMMIT_AND_FETCH (reply to one request, get the next).
+ */
+#include "fuse-uring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* The command must fit the 80 bytes an SQE128 entry has after sqe->cmd. */
+_Static_assert(sizeof(struct fuse_uring_cmd_req) <= 80,
+	       "fuse_uring_cmd_req must fit sqe->cmd");
+
+/* user_data of the stop eventfd's poll; entries use their own address */
+#define STOP_TAG 0
+
+/* ---- how many queues: the kernel's num_possible_cpus() ---------------- */
+
+/*
+ * Count a CPU list such as "0-3,8,10-11" (sysfs format). The kernel makes
+ * one queue per possible CPU, not per online one, and only switches a
+ * connection to io_uring once every queue has an entry: a queue we skip
+ * (say for a CPU that is offline now) leaves the mount waiting forever.
+ */
+int cpu_list_count(const char *s)
+{
+	int count = 0;
+
+	while (*s && *s != '\n') {
+		char *end;
+		long lo = strtol(s, &end, 10), hi = lo;
+
+		if (end == s || lo < 0)
+			return -EINVAL;
+		s = end;
+		if (*s == '-') {
+			hi = strtol(s + 1, &end, 10);
+			if (end == s + 1 || hi < lo)
+				return -EINVAL;
+			s = end;
+		}
+		count += (int)(hi - lo + 1);
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return -EINVAL;
+	}
+	return count ? count : -EINVAL;
+}
+
+int ring_count_possible_cpus(void)
+{
+	char buf[256] = "";
+	ssize_t n;
+	int fd;
+
+	fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	return cpu_list_count(buf);
+}
+
+/* ---- one SQE for a FUSE ring command ---------------------------------- */
+
+/*
+ * liburing 2.3 (Debian bookworm) has no io_uring_prep_uring_cmd(), so fill
+ * the SQE by hand: IORING_OP_URING_CMD on /dev/fuse, the command in
+ * cmd_op, struct fuse_uring_cmd_req in the 80-byte sqe->cmd area that only
+ * an SQE128 ring has (fuse_uring_cmd() refuses others with -EINVAL).
+ */
+static void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
+			  uint32_t cmd_op, uint64_t commit_id)
+{
+	struct srv_queue *q = ent->queue;
+	struct fuse_uring_cmd_req *req = (void *)sqe->cmd;
+
+	memset(sqe, 0, 2 * sizeof(*sqe));	/* an SQE128 slot */
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = q->s->devfd;
+	sqe->cmd_op = cmd_op;
+	if (cmd_op == FUSE_IO_URING_CMD_REGISTER) {
+		/* iov[0] the header slot, iov[1] the payload; len must be 2 */
+		sqe->addr = (uint64_t)(uintptr_t)ent->iov;
+		sqe->len = 2;
+	}
+	req->qid = (uint16_t)q->qid;
+	req->commit_id = commit_id;	/* ignored by REGISTER */
+	io_uring_sqe_set_data(sqe, ent);
+	ent->last_cmd = cmd_op;
+	ent->state = ENT_IN_KERNEL;
+}
+
+/*
+ * The SQ has queue_depth + 1 slots: one per entry (each has at most one
+ * command queued) and one for the stop poll, so it cannot be full.
+ */
+static struct io_uring_sqe *queue_sqe(struct srv_queue *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+	if (!sqe) {
+		fprintf(stderr, SRV_NAME ": queue %u: SQ full (bug)\n", q->qid);
+		abort();
+	}
+	return sqe;
+}
+
+static const char *cmd_name(uint32_t cmd_op)
+{
+	return cmd_op == FUSE_IO_URING_CMD_REGISTER ?
+	       "FUSE_IO_URING_CMD_REGISTER" :
+	       "FUSE_IO_URING_CMD_COMMIT_AND_FETCH";
+}
+
+/* ---- building a queue (in its own thread, before FUSE_INIT) ----------- */
+
+/*
+ * Run on the queue's CPU: the kernel picks the queue of the CPU the
+ * *calling* task runs on, so its thread there keeps the request's data in
+ * that CPU's cache. A possible CPU may be offline: then run unpinned, the
+ * queue must exist anyway.
+ */
+static void queue_pin(struct srv_queue *q)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(q->qid, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) &&
+	    q->s->opts->trace)
+		fprintf(stderr, "trace ring q=%u not pinned (CPU offline?)\n",
+			q->qid);
+}
+
+/*
+ * Memory and ring, all of which can fail, so it happens before the INIT
+ * reply promises io_uring: failing after it leaves a mount that waits for
+ * entries that never come. The thread touches its buffers first, so they
+ * come from its CPU's NUMA node.
+ */
+static int queue_setup(struct srv_queue *q, const char **what)
+{
+	struct srv_session *s = q->s;
+	size_t depth = s->opts->queue_depth, psize = s->opts->payload_size;
+	size_t hsize = depth * sizeof(struct fuse_uring_req_header);
+	size_t page = (size_t)s->page_size;
+	int err;
+
+	*what = "allocate queue memory";
+	hsize = (hsize + page - 1) / page * page;
+	q->headers_mem = aligned_alloc(page, hsize);
+	q->payload_mem = aligned_alloc(page, depth * psize);
+	q->ents = calloc(depth, sizeof(*q->ents));
+	if (!q->headers_mem || !q->payload_mem || !q->ents)
+		return -ENOMEM;
+	memset(q->headers_mem, 0, hsize);
+	memset(q->payload_mem, 0, depth * psize);
+
+	for (unsigned int i = 0; i < depth; i++) {
+		struct srv_ent *ent = &q->ents[i];
+
+		ent->queue = q;
+		ent->id = i;
+		ent->state = ENT_IDLE;
+		ent->header = (struct fuse_uring_req_header *)q->headers_mem + i;
+		ent->payload = (char *)q->payload_mem + i * psize;
+		ent->iov[0] = (struct iovec){ ent->header, sizeof(*ent->header) };
+		ent->iov[1] = (struct iovec){ ent->payload, psize };
+	}
+
+	/* one SQE per entry plus the stop poll: the SQ can never overflow */
+	*what = "io_uring_queue_init";
+	err = io_uring_queue_init((unsigned int)depth + 1, &q->ring,
+				  IORING_SETUP_SQE128);
+	if (err)
+		return err;
+	q->ring_ready = true;
+	return 0;
+}
+
+/* ---- the start-up hand-shake with main() ------------------------------ */
+
+/* Count one queue as done with a step; keep the first real error. */
+static void report(struct srv_queue *q, unsigned int *counter, int err,
+		   const char *what)
+{
+	struct srv_session *s = q->s;
+
+	pthread_mutex_lock(&s->lock);
+	/* -EOPNOTSUPP follows any REGISTER failure; prefer the cause */
+	if (err && (!s->setup_err || s->setup_err == -EOPNOTSUPP)) {
+		s->setup_err = err;
+		s->setup_err_what = what;
+	}
+	(*counter)++;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static bool wait_for_go(struct srv_session *s)
+{
+	bool go;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->go && !s->abort_start)
+		pthread_cond_wait(&s->cond, &s->lock);
+	go = s->go && !s->abort_start;
+	pthread_mutex_unlock(&s->lock);
+	return go;
+}
+
+static int wait_all(struct srv_session *s, unsigned int *counter)
+{
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	while (*counter < s->nr_queues)
+		pthread_cond_wait(&s->cond, &s->lock);
+	err = s->setup_err;
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+/* ---- serving requests ------------------------------------------------- */
+
+static void ent_dead(struct srv_ent *ent, int res)
+{
+	struct srv_queue *q = ent->queue;
+
+	ent->state = ENT_DEAD;
+	q->live_ents--;
+	if (ent->last_cmd == FUSE_IO_URING_CMD_REGISTER && !q->reg_err) {
+		q->reg_err = res;	/* main reports it, once */
+		return;
+	}
+	/* -ENOTCONN is the normal end: unmount or abort tears entries down */
+	if (res != -ENOTCONN || q->s->opts->trace)
+		fprintf(stderr, SRV_NAME ": queue %u entry %u: %s: %s\n",
+			q->qid, ent->id, cmd_name(ent->last_cmd),
+			strerror(-res));
+}
+
+/*
+ * A CQE with res 0 means the kernel put a request in this entry: the
+ * header slot holds fuse_in_header, op header and ent_in_out, the payload
+ * the rest. Handle it, write the reply into the same buffers, and queue
+ * COMMIT_AND_FETCH naming it by commit_id.
+ */
+static void handle_request(struct srv_ent *ent)
+{
+	struct srv_queue *q = ent->queue;
+	struct fuse_uring_req_header *h = ent->header;
+	const struct fuse_in_header *in = (const void *)h->in_out;
+	/* the reply overwrites in_out and payload_sz: keep what we need */
+	uint64_t unique = in->unique;
+	uint64_t commit_id = h->ring_ent_in_out.commit_id;
+	uint32_t opcode = in->opcode;
+	const struct srv_op *op = NULL;
+	struct io_uring_sqe *sqe;
+	struct srv_req r;
+	int err;
+
+	ent->state = ENT_IN_SERVER;
+	err = parse_ring_request(h, ent->payload, q->s->opts->payload_size, &r);
+	if (!err)
+		err = srv_dispatch(&r, &op);
+	if (q->s->opts->trace)
+		fprintf(stderr, "trace ring q=%u ent=%u op=%s unique=%llu "
+			"commit_id=%llu in=%u out=%zu error=%d\n",
+			q->qid, ent->id, fuse_opcode_name(opcode),
+			(unsigned long long)unique,
+			(unsigned long long)commit_id,
+			h->ring_ent_in_out.payload_sz, err ? 0 : r.out_len, err);
+	build_ring_reply(h, unique, err, err ? 0 : r.out_len);
+
+	sqe = queue_sqe(q);
+	prep_fuse_cmd(sqe, ent, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, commit_id);
+}
+
+/* Handle every CQE that is there; false once the stop eventfd fired. */
+static bool handle_cqes(struct srv_queue *q)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, n = 0;
+	bool run = true;
+
+	io_uring_for_each_cqe(&q->ring, head, cqe) {
+		struct srv_ent *ent = io_uring_cqe_get_data(cqe);
+
+		n++;
+		if (cqe->user_data == STOP_TAG)
+			run = false;
+		else if (cqe->res < 0)
+			ent_dead(ent, cqe->res);
+		else
+			handle_request(ent);
+	}
+	io_uring_cq_advance(&q->ring, n);
+	return run;
+}
+
+/*
+ * REGISTER every entry, plus a poll on the stop eventfd, in one submit.
+ * REGISTER is only sent after the INIT reply (before it: -EAGAIN). A
+ * refused REGISTER completes during the submit itself; an accepted one
+ * stays queued until the kernel has a request, so peeking right after the
+ * submit tells which it was.
+ */
+static int queue_register(struct srv_queue *q)
+{
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	for (unsigned int i = 0; i < q->s->opts->queue_depth; i++)
+		prep_fuse_cmd(queue_sqe(q), &q->ents[i],
+			      FUSE_IO_URING_CMD_REGISTER, 0);
+	q->live_ents = q->s->opts->queue_depth;
+	sqe = queue_sqe(q);
+	io_uring_prep_poll_add(sqe, q->stop_efd, POLLIN);
+	io_uring_sqe_set_data64(sqe, STOP_TAG);
+
+	ret = io_uring_submit(&q->ring);
+	if (ret < 0)
+		return ret;
+	handle_cqes(q);
+	return q->reg_err;
+}
+
+/* Wait, handle, commit: the whole server, once it runs. */
+static void queue_loop(struct srv_queue *q)
+{
+	bool run = true;
+	int ret;
+
+	while (run && q->live_ents > 0) {
+		/* submits the COMMIT_AND_FETCHes queued by the last batch */
+		ret = io_uring_submit_and_wait(&q->ring, 1);
+		if (ret < 0 && ret != -EINTR) {
+			fprintf(stderr, SRV_NAME ": queue %u: "
+				"io_uring_submit_and_wait: %s\n", q->qid,
+				strerror(-ret));
+			break;
+		}
+		run = handle_cqes(q);
+	}
+}
+
+static void *queue_thread(void *arg)
+{
+	struct srv_queue *q = arg;
+	struct srv_session *s = q->s;
+	const char *what;
+	int err;
+
+	queue_pin(q);
+	err = queue_setup(q, &what);
+	report(q, &s->nr_built, err, what);
+	if (err || !wait_for_go(s))
+		goto out;
+
+	err = queue_register(q);
+	report(q, &s->nr_registered, err, "FUSE_IO_URING_CMD_REGISTER");
+	if (err)
+		goto out;
+	if (s->opts->trace)
+		fprintf(stderr, "trace ring q=%u registered %u entries "
+			"(header %zu B, payload %zu B)\n", q->qid,
+			s->opts->queue_depth, sizeof(struct fuse_uring_req_header),
+			s->opts->payload_size);
+	queue_loop(q);
+out:
+	/* cancels what is still queued: the kernel drops those entries */
+	if (q->ring_ready)
+		io_uring_queue_exit(&q->ring);
+	q->ring_ready = false;
+	return NULL;
+}
+
+/* ---- what main() calls ------------------------------------------------ */
+
+/* Start one thread per possible CPU and wait until each built its ring. */
+int ring_start_queues(struct srv_session *s)
+{
+	int n = ring_count_possible_cpus(), err;
+
+	if (n < 0) {
+		fprintf(stderr, SRV_NAME ": /sys/devices/system/cpu/possible: "
+			"%s\n", strerror(-n));
+		return n;
+	}
+	s->nr_queues = (unsigned int)n;
+	s->queues = calloc(s->nr_queues, sizeof(*s->queues));
+	if (!s->queues)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < s->nr_queues; i++)
+		s->queues[i].stop_efd = -1;
+	for (unsigned int i = 0; i < s->nr_queues; i++) {
+		struct srv_queue *q = &s->queues[i];
+
+		q->s = s;
+		q->qid = i;
+		q->stop_efd = eventfd(0, EFD_CLOEXEC);
+		if (q->stop_efd < 0) {
+			err = -errno;
+			fprintf(stderr, SRV_NAME ": eventfd: %s\n",
+				strerror(-err));
+			return err;
+		}
+		err = pthread_create(&q->thread, NULL, queue_thread, q);
+		if (err) {
+			fprintf(stderr, SRV_NAME ": pthread_create: %s\n",
+				strerror(err));
+			return -err;
+		}
+		q->thread_started = true;
+	}
+	err = wait_all(s, &s->nr_built);
+	if (err)
+		fprintf(stderr, SRV_NAME ": %s: %s\n", s->setup_err_what,
+			strerror(-err));
+	return err;
+}
+
+/* After the INIT reply: let every queue REGISTER, wait for the verdict. */
+int ring_register_all(struct srv_session *s)
+{
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	s->go = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+
+	err = wait_all(s, &s->nr_registered);
+	if (err == -EOPNOTSUPP)
+		fprintf(stderr, SRV_NAME ": the kernel refused "
+			"FUSE_IO_URING_CMD_REGISTER (EOPNOTSUPP): FUSE over "
+			"io_uring is disabled or missing\n");
+	else if (err)
+		fprintf(stderr, SRV_NAME ": %s: %s\n", s->setup_err_what,
+			strerror(-err));
+	return err;
+}
+
+/* Wake every queue thread (or release it from the hand-shake) and join. */
+void ring_stop_queues(struct srv_session *s)
+{
+	if (!s->queues)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->abort_start = !s->go;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+
+	for (unsigned int i = 0; i < s->nr_queues; i++) {
+		struct srv_queue *q = &s->queues[i];
+
+		if (q->stop_efd >= 0 && q->thread_started)
+			eventfd_write(q->stop_efd, 1);
+	}
+	for (unsigned int i = 0; i < s->nr_queues; i++) {
+		struct srv_queue *q = &s->queues[i];
+
+		if (q->thread_started)
+			pthread_join(q->thread, NULL);
+		if (q->stop_efd >= 0)
+			close(q->stop_efd);
+		free(q->ents);
+		free(q->headers_mem);
+		free(q->payload_mem);
+	}
+	free(s->queues);
+	s->queues = NULL;
+}

@@ -1,0 +1,600 @@
+/*
+ * Description: host unit tests of the server's pure parts: opcode names,
+ * request parsing, reply building, dirent packing, FUSE_INIT negotiation,
+ * option parsing, CPU-list counting, and the pass-through handlers called
+ * directly on a temporary directory (no /dev/fuse, no mount).
+ * Prints "ok NAME" or "not ok NAME: why" per case; exits 1 on any failure.
+ * Build and run: make -C reference-server test (ASan/UBSan).
+ */
+#include "fuse-uring.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+static void result(const char *name, bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ok) {
+		printf("ok %s\n", name);
+		return;
+	}
+	printf("not ok %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	failures++;
+}
+
+#define EXPECT_INT(name, want, got) do {				\
+	long long w_ = (long long)(want), g_ = (long long)(got);	\
+	result(name, w_ == g_, "expected %lld, got %lld", w_, g_);	\
+} while (0)
+
+#define EXPECT_STR(name, want, got) do {				\
+	const char *w_ = (want), *g_ = (got);				\
+	result(name, strcmp(w_, g_) == 0, "expected '%s', got '%s'",	\
+	       w_, g_);							\
+} while (0)
+
+/* ---- opcode names and the dispatch table ------------------------------ */
+
+static void test_opcode_names(void)
+{
+	EXPECT_STR("opcode_name_lookup", "LOOKUP", fuse_opcode_name(FUSE_LOOKUP));
+	EXPECT_STR("opcode_name_batch_forget", "BATCH_FORGET",
+		   fuse_opcode_name(FUSE_BATCH_FORGET));
+	EXPECT_STR("opcode_name_last_known", "COPY_FILE_RANGE_64",
+		   fuse_opcode_name(FUSE_COPY_FILE_RANGE_64));
+	EXPECT_STR("opcode_name_hole_is_unknown", "UNKNOWN",
+		   fuse_opcode_name(7));
+	EXPECT_STR("opcode_name_huge_is_unknown", "UNKNOWN",
+		   fuse_opcode_name(CUSE_INIT));
+}
+
+static void test_dispatch_table(void)
+{
+	static const uint32_t handled[] = {
+		FUSE_LOOKUP, FUSE_FORGET, FUSE_BATCH_FORGET, FUSE_GETATTR,
+		FUSE_SETATTR, FUSE_OPEN, FUSE_CREATE, FUSE_READ, FUSE_WRITE,
+		FUSE_FLUSH, FUSE_FSYNC, FUSE_RELEASE, FUSE_OPENDIR,
+		FUSE_READDIR, FUSE_RELEASEDIR, FUSE_MKDIR, FUSE_RMDIR,
+		FUSE_UNLINK, FUSE_RENAME, FUSE_RENAME2, FUSE_STATFS,
+		FUSE_DESTROY,
+	};
+	const char *missing = NULL;
+	struct fuse_in_header in = { .opcode = FUSE_GETXATTR };
+	struct srv_req r = { .in = &in };
+	const struct srv_op *op;
+
+	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
+		op = srv_op_lookup(handled[i]);
+		if (!op || !op->handler)
+			missing = fuse_opcode_name(handled[i]);
+	}
+	result("dispatch_table_has_every_issue_op", !missing,
+	       "no handler for %s", missing ? missing : "");
+	EXPECT_INT("dispatch_unknown_op_enosys", -ENOSYS, srv_dispatch(&r, &op));
+	in.opcode = 9999;
+	EXPECT_INT("dispatch_out_of_range_op_enosys", -ENOSYS,
+		   srv_dispatch(&r, &op));
+	result("forget_is_no_reply", srv_op_lookup(FUSE_FORGET)->no_reply &&
+	       srv_op_lookup(FUSE_BATCH_FORGET)->no_reply &&
+	       !srv_op_lookup(FUSE_LOOKUP)->no_reply, "no_reply flags wrong");
+}
+
+/* ---- request parsing -------------------------------------------------- */
+
+/* A /dev/fuse-style buffer: in header, arg, data. Returns its length. */
+static size_t make_dev_req(void *buf, uint32_t opcode, const void *arg,
+			   size_t arg_len, const void *data, size_t data_len)
+{
+	struct fuse_in_header *in = buf;
+	char *p = buf;
+
+	memset(in, 0, sizeof(*in));
+	in->opcode = opcode;
+	in->unique = 42;
+	in->nodeid = FUSE_ROOT_ID;
+	in->len = (uint32_t)(sizeof(*in) + arg_len + data_len);
+	if (arg_len)
+		memcpy(p + sizeof(*in), arg, arg_len);
+	if (data_len)
+		memcpy(p + sizeof(*in) + arg_len, data, data_len);
+	return in->len;
+}
+
+static void test_parse_dev(void)
+{
+	static char buf[4096] __attribute__((aligned(8)));
+	struct fuse_write_in w = { .size = 5 };
+	struct srv_req r;
+	size_t n;
+	int err;
+
+	n = make_dev_req(buf, FUSE_WRITE, &w, sizeof(w), "hello", 5);
+	err = parse_dev_request(buf, n, &r);
+	result("parse_dev_write_splits_arg_and_data",
+	       !err && r.arg == buf + sizeof(struct fuse_in_header) &&
+	       r.arg_len == sizeof(w) && r.data_len == 5 &&
+	       memcmp(r.data, "hello", 5) == 0,
+	       "err=%d arg_len=%zu data_len=%zu", err, r.arg_len, r.data_len);
+
+	EXPECT_INT("parse_dev_short_buffer_einval", -EINVAL,
+		   parse_dev_request(buf, sizeof(struct fuse_in_header) - 1, &r));
+	EXPECT_INT("parse_dev_len_mismatch_einval", -EINVAL,
+		   parse_dev_request(buf, n - 1, &r));
+	n = make_dev_req(buf, FUSE_WRITE, &w, 8, NULL, 0);
+	EXPECT_INT("parse_dev_short_op_header_einval", -EINVAL,
+		   parse_dev_request(buf, n, &r));
+
+	n = make_dev_req(buf, FUSE_GETXATTR, "abcdefgh", 8, NULL, 0);
+	err = parse_dev_request(buf, n, &r);
+	result("parse_dev_unknown_op_all_data", !err && r.arg_len == 0 &&
+	       r.data_len == 8, "err=%d arg_len=%zu data_len=%zu", err,
+	       r.arg_len, r.data_len);
+}
+
+static void test_parse_ring(void)
+{
+	static struct fuse_uring_req_header h;
+	static char payload[8192];
+	struct fuse_in_header *in = (void *)h.in_out;
+	struct srv_req r;
+	int err;
+
+	memset(&h, 0, sizeof(h));
+	in->opcode = FUSE_LOOKUP;
+	in->unique = 7;
+	in->len = sizeof(*in) + 5;
+	memcpy(payload, "name", 5);
+	h.ring_ent_in_out.payload_sz = 5;
+	err = parse_ring_request(&h, payload, sizeof(payload), &r);
+	result("parse_ring_lookup_name_in_payload",
+	       !err && r.arg_len == 0 && r.data == payload &&
+	       r.data_len == 5 && r.out == payload &&
+	       r.out_size == sizeof(payload),
+	       "err=%d arg_len=%zu data_len=%zu", err, r.arg_len, r.data_len);
+
+	in->opcode = FUSE_WRITE;
+	in->len = sizeof(*in) + sizeof(struct fuse_write_in) + 4096;
+	h.ring_ent_in_out.payload_sz = 4096;
+	err = parse_ring_request(&h, payload, sizeof(payload), &r);
+	result("parse_ring_write_arg_in_op_in",
+	       !err && r.arg == h.op_in &&
+	       r.arg_len == sizeof(struct fuse_write_in) && r.data_len == 4096,
+	       "err=%d arg_len=%zu", err, r.arg_len);
+
+	h.ring_ent_in_out.payload_sz = sizeof(payload) + 1;
+	in->len = sizeof(*in) + sizeof(struct fuse_write_in) +
+		  h.ring_ent_in_out.payload_sz;
+	EXPECT_INT("parse_ring_payload_over_capacity_einval", -EINVAL,
+		   parse_ring_request(&h, payload, sizeof(payload), &r));
+
+	h.ring_ent_in_out.payload_sz = 4096;
+	in->len = sizeof(*in) + 8 + 4096;	/* op header shorter than write_in */
+	EXPECT_INT("parse_ring_short_op_header_einval", -EINVAL,
+		   parse_ring_request(&h, payload, sizeof(payload), &r));
+
+	in->len = sizeof(*in) + 129 + 4096;	/* more than op_in holds */
+	EXPECT_INT("parse_ring_op_header_over_128_einval", -EINVAL,
+		   parse_ring_request(&h, payload, sizeof(payload), &r));
+
+	in->len = sizeof(*in) + 100;		/* less than the payload */
+	EXPECT_INT("parse_ring_len_below_payload_einval", -EINVAL,
+		   parse_ring_request(&h, payload, sizeof(payload), &r));
+}
+
+static void test_req_name(void)
+{
+	struct srv_req r = { .data = "old\0new\0", .data_len = 8 };
+	const char *a = NULL, *b = NULL;
+	size_t n1 = 0, n2 = 0;
+	int e1, e2;
+
+	e1 = req_name(&r, 0, &a, &n1);
+	e2 = e1 ? e1 : req_name(&r, n1, &b, &n2);
+	result("req_name_two_names", !e1 && !e2 && !strcmp(a, "old") &&
+	       !strcmp(b, "new") && n1 == 4 && n2 == 4, "e1=%d e2=%d", e1, e2);
+	r.data_len = 7;		/* "new" loses its NUL */
+	EXPECT_INT("req_name_unterminated_einval", -EINVAL,
+		   req_name(&r, 4, &b, &n2));
+	EXPECT_INT("req_name_past_end_einval", -EINVAL,
+		   req_name(&r, 7, &b, &n2));
+	r.data = "\0x";
+	r.data_len = 2;
+	EXPECT_INT("req_name_empty_einval", -EINVAL, req_name(&r, 0, &a, &n1));
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+static void test_replies(void)
+{
+	static struct fuse_uring_req_header h;
+	struct fuse_out_header *oh = (void *)h.in_out;
+	struct fuse_out_header doh;
+
+	memset(&h, 0xff, sizeof(h));
+	build_ring_reply(&h, 99, 0, sizeof(struct fuse_entry_out));
+	result("ring_reply_ok_sets_payload_sz",
+	       oh->unique == 99 && oh->error == 0 &&
+	       oh->len == sizeof(*oh) + sizeof(struct fuse_entry_out) &&
+	       h.ring_ent_in_out.payload_sz == sizeof(struct fuse_entry_out),
+	       "unique=%llu error=%d len=%u payload_sz=%u",
+	       (unsigned long long)oh->unique, oh->error, oh->len,
+	       h.ring_ent_in_out.payload_sz);
+
+	build_ring_reply(&h, 100, -ENOENT, 4096);
+	result("ring_reply_error_has_no_payload",
+	       oh->error == -ENOENT && oh->len == sizeof(*oh) &&
+	       h.ring_ent_in_out.payload_sz == 0,
+	       "error=%d len=%u payload_sz=%u", oh->error, oh->len,
+	       h.ring_ent_in_out.payload_sz);
+
+	build_dev_reply(&doh, 5, 0, 8);
+	result("dev_reply_len_counts_header", doh.len == sizeof(doh) + 8 &&
+	       doh.unique == 5 && doh.error == 0, "len=%u", doh.len);
+}
+
+static void test_dirent_pack(void)
+{
+	static char buf[64] __attribute__((aligned(8)));
+	struct fuse_dirent *d = (void *)buf;
+	size_t n;
+
+	memset(buf, 0xaa, sizeof(buf));
+	n = dirent_pack(buf, sizeof(buf), "abc", 12, 3, DT_REG);
+	result("dirent_pack_aligns_to_8",
+	       n == 32 && d->ino == 12 && d->off == 3 && d->namelen == 3 &&
+	       d->type == DT_REG && !memcmp(d->name, "abc", 3) &&
+	       buf[FUSE_NAME_OFFSET + 3] == 0 && buf[31] == 0,
+	       "size=%zu namelen=%u", n, d->namelen);
+	EXPECT_INT("dirent_pack_too_small_returns_0", 0,
+		   dirent_pack(buf, 31, "abc", 12, 3, DT_REG));
+	EXPECT_INT("dirent_pack_exact_fit", 32,
+		   dirent_pack(buf, 32, "abcdefgh", 1, 1, DT_DIR));
+}
+
+static void test_stat_to_attr(void)
+{
+	struct stat st = {
+		.st_ino = 77, .st_size = 12345, .st_blocks = 24,
+		.st_mode = S_IFREG | 0640, .st_nlink = 2, .st_uid = 1000,
+		.st_gid = 100, .st_blksize = 4096,
+		.st_mtim = { .tv_sec = 1700000000, .tv_nsec = 123 },
+	};
+	struct fuse_attr a;
+
+	stat_to_fuse_attr(&st, &a);
+	result("stat_to_fuse_attr_copies_fields",
+	       a.ino == 77 && a.size == 12345 && a.blocks == 24 &&
+	       a.mode == (S_IFREG | 0640) && a.nlink == 2 && a.uid == 1000 &&
+	       a.gid == 100 && a.blksize == 4096 && a.mtime == 1700000000 &&
+	       a.mtimensec == 123, "ino=%llu mode=%o",
+	       (unsigned long long)a.ino, a.mode);
+}
+
+/* ---- FUSE_INIT -------------------------------------------------------- */
+
+static void test_init(void)
+{
+	struct srv_opts o = { .queue_depth = 8, .payload_size = 1 << 20 };
+	uint64_t offered = FUSE_ASYNC_READ | FUSE_BIG_WRITES |
+			   FUSE_WRITEBACK_CACHE | FUSE_MAX_PAGES |
+			   FUSE_INIT_EXT | FUSE_OVER_IO_URING;
+	struct fuse_init_in in = {
+		.major = 7, .minor = 45, .max_readahead = 131072,
+		.flags = (uint32_t)offered, .flags2 = (uint32_t)(offered >> 32),
+	};
+	struct fuse_init_out out;
+	uint64_t got;
+	int err;
+
+	err = init_reply_build(&in, &o, 2, 4096, &out);
+	got = out.flags | ((uint64_t)out.flags2 << 32);
+	result("init_reply_accepts_io_uring",
+	       !err && (got & FUSE_OVER_IO_URING) && (got & FUSE_INIT_EXT) &&
+	       (got & FUSE_MAX_PAGES) && !(got & FUSE_WRITEBACK_CACHE),
+	       "err=%d flags=%#llx", err, (unsigned long long)got);
+	result("init_reply_sizes_from_payload",
+	       out.max_write == 1 << 20 && out.max_pages == 256 &&
+	       out.max_background == 16 && out.max_readahead == 131072 &&
+	       out.major == 7 && out.minor == 45 && out.time_gran == 1,
+	       "max_write=%u max_pages=%u max_background=%u", out.max_write,
+	       out.max_pages, out.max_background);
+
+	in.minor = 40;
+	init_reply_build(&in, &o, 2, 4096, &out);
+	EXPECT_INT("init_reply_minor_is_min_of_both", 40, out.minor);
+	in.minor = 45;
+
+	in.flags2 = 0;
+	EXPECT_INT("init_without_io_uring_offer_eopnotsupp", -EOPNOTSUPP,
+		   init_reply_build(&in, &o, 2, 4096, &out));
+	in.flags2 = (uint32_t)(offered >> 32);
+	in.major = 8;
+	EXPECT_INT("init_major_8_eproto", -EPROTO,
+		   init_reply_build(&in, &o, 2, 4096, &out));
+	in.major = 7;
+	in.flags &= ~FUSE_INIT_EXT;
+	EXPECT_INT("init_without_init_ext_eproto", -EPROTO,
+		   init_reply_build(&in, &o, 2, 4096, &out));
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+static int parse(struct srv_opts *o, char *err, ...)
+{
+	char *argv[16] = { "fuse-uring-server" };
+	int argc = 1;
+	va_list ap;
+
+	va_start(ap, err);
+	while (argc < 15 && (argv[argc] = va_arg(ap, char *)))
+		argc++;
+	va_end(ap);
+	return parse_options(argc, argv, o, err, 256);
+}
+
+static void test_options(void)
+{
+	struct srv_opts o;
+	char err[256];
+	int ret;
+
+	ret = parse(&o, err, "/b", "/m", NULL);
+	result("options_defaults",
+	       !ret && o.queue_depth == SRV_DEFAULT_QUEUE_DEPTH &&
+	       o.payload_size == SRV_DEFAULT_PAYLOAD_SIZE &&
+	       o.mode == SRV_MODE_IOVEC && !o.foreground && !o.trace &&
+	       !strcmp(o.backing_dir, "/b") && !strcmp(o.mountpoint, "/m"),
+	       "ret=%d err=%s", ret, err);
+
+	ret = parse(&o, err, "--queue-depth=16", "--payload-size", "128K",
+		    "--mode=iovec", "--foreground", "--trace", "/b", "/m", NULL);
+	result("options_all_set",
+	       !ret && o.queue_depth == 16 && o.payload_size == 131072 &&
+	       o.foreground && o.trace, "ret=%d err=%s", ret, err);
+
+	ret = parse(&o, err, "--payload-size=2M", "/b", "/m", NULL);
+	EXPECT_INT("options_payload_m_suffix", 2 << 20, ret ? -1 : (long long)o.payload_size);
+
+	ret = parse(&o, err, "--queue-depth=0", "/b", "/m", NULL);
+	result("options_queue_depth_0_rejected",
+	       ret == -EINVAL && strstr(err, "--queue-depth"), "ret=%d", ret);
+	ret = parse(&o, err, "--queue-depth=1025", "/b", "/m", NULL);
+	EXPECT_INT("options_queue_depth_too_big_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "--queue-depth=8x", "/b", "/m", NULL);
+	EXPECT_INT("options_queue_depth_garbage_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "--payload-size=4096", "/b", "/m", NULL);
+	EXPECT_INT("options_payload_below_8k_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "--payload-size=12289", "/b", "/m", NULL);
+	EXPECT_INT("options_payload_not_page_multiple_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "--payload-size=32M", "/b", "/m", NULL);
+	EXPECT_INT("options_payload_above_16m_rejected", -EINVAL, ret);
+
+	ret = parse(&o, err, "--mode=zero-copy", "/b", "/m", NULL);
+	result("options_mode_later_is_not_implemented",
+	       ret == -EINVAL && strstr(err, "not implemented"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=turbo", "/b", "/m", NULL);
+	result("options_mode_unknown_rejected",
+	       ret == -EINVAL && strstr(err, "unknown --mode 'turbo'"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--frobnicate", "/b", "/m", NULL);
+	result("options_unknown_option_named",
+	       ret == -EINVAL && strstr(err, "'--frobnicate'"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "/b", NULL);
+	result("options_one_positional_rejected",
+	       ret == -EINVAL && strstr(err, "got 1 argument"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "/b", "/m", "/x", NULL);
+	EXPECT_INT("options_three_positionals_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "--help", NULL);
+	result("options_help_needs_no_dirs", !ret && o.help, "ret=%d", ret);
+	EXPECT_STR("mode_name_iovec", "iovec", mode_name(SRV_MODE_IOVEC));
+}
+
+static void test_cpu_list(void)
+{
+	EXPECT_INT("cpu_list_range", 2, cpu_list_count("0-1\n"));
+	EXPECT_INT("cpu_list_single", 1, cpu_list_count("0\n"));
+	EXPECT_INT("cpu_list_mixed", 7, cpu_list_count("0-3,8,10-11"));
+	EXPECT_INT("cpu_list_empty_einval", -EINVAL, cpu_list_count("\n"));
+	EXPECT_INT("cpu_list_backwards_einval", -EINVAL, cpu_list_count("3-1"));
+	EXPECT_INT("cpu_list_garbage_einval", -EINVAL, cpu_list_count("x"));
+}
+
+/* ---- the handlers, on a temporary backing directory ------------------- */
+
+static char reqbuf[1 << 16] __attribute__((aligned(8)));
+static char outbuf[1 << 16] __attribute__((aligned(8)));
+
+/* Build a /dev/fuse-style request, parse it, dispatch it. */
+static int call(uint32_t opcode, uint64_t nodeid, const void *arg,
+		size_t arg_len, const void *data, size_t data_len,
+		struct srv_req *r)
+{
+	const struct srv_op *op;
+	size_t n;
+	int err;
+
+	n = make_dev_req(reqbuf, opcode, arg, arg_len, data, data_len);
+	((struct fuse_in_header *)reqbuf)->nodeid = nodeid;
+	err = parse_dev_request(reqbuf, n, r);
+	if (err)
+		return err;
+	r->out = outbuf;
+	r->out_size = sizeof(outbuf);
+	return srv_dispatch(r, &op);
+}
+
+static void test_handlers(void)
+{
+	char dir[] = "/tmp/fuse-uring-unit-XXXXXX";
+	struct fuse_create_in ci = { .flags = O_RDWR, .mode = S_IFREG | 0644 };
+	struct fuse_entry_out e;
+	struct fuse_open_out oo;
+	struct fuse_write_in wi = { .size = 11 };
+	struct fuse_read_in ri = { .size = 100 };
+	struct fuse_mkdir_in mi = { .mode = 0755 };
+	struct fuse_rename_in rn = { .newdir = FUSE_ROOT_ID };
+	struct fuse_release_in rel = { 0 };
+	struct fuse_forget_in fi = { .nlookup = 1 };
+	struct srv_req r;
+	char names[64], path[128];
+	uint64_t file_node;
+	int err;
+
+	if (!mkdtemp(dir) || ops_init(dir)) {
+		result("handlers_setup", false, "mkdtemp/ops_init failed");
+		return;
+	}
+
+	err = call(FUSE_CREATE, FUSE_ROOT_ID, &ci, sizeof(ci), "f\0", 2, &r);
+	memcpy(&e, outbuf, sizeof(e));
+	memcpy(&oo, outbuf + sizeof(e), sizeof(oo));
+	result("create_replies_entry_and_open",
+	       !err && r.out_len == sizeof(e) + sizeof(oo) && e.nodeid > 1 &&
+	       S_ISREG(e.attr.mode) && (e.attr.mode & 0777) == 0644,
+	       "err=%d out_len=%zu mode=%o", err, r.out_len, e.attr.mode);
+	file_node = e.nodeid;
+
+	wi.fh = oo.fh;
+	err = call(FUSE_WRITE, file_node, &wi, sizeof(wi), "hello world", 11, &r);
+	result("write_returns_size", !err &&
+	       ((struct fuse_write_out *)outbuf)->size == 11,
+	       "err=%d", err);
+
+	ri.fh = oo.fh;
+	err = call(FUSE_READ, file_node, &ri, sizeof(ri), NULL, 0, &r);
+	result("read_returns_written_bytes", !err && r.out_len == 11 &&
+	       !memcmp(outbuf, "hello world", 11), "err=%d out_len=%zu",
+	       err, r.out_len);
+
+	rel.fh = oo.fh;
+	err = call(FUSE_RELEASE, file_node, &rel, sizeof(rel), NULL, 0, &r);
+	EXPECT_INT("release_ok", 0, err);
+
+	err = call(FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "f\0", 2, &r);
+	result("lookup_same_file_same_nodeid",
+	       !err && ((struct fuse_entry_out *)outbuf)->nodeid == file_node &&
+	       ((struct fuse_entry_out *)outbuf)->attr.size == 11,
+	       "err=%d", err);
+	EXPECT_INT("lookup_missing_enoent", -ENOENT,
+		   call(FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "nope\0", 5, &r));
+
+	EXPECT_INT("mkdir_ok", 0,
+		   call(FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "d\0", 2, &r));
+	EXPECT_INT("mkdir_existing_eexist", -EEXIST,
+		   call(FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "d\0", 2, &r));
+
+	memcpy(names, "f\0g\0", 4);
+	EXPECT_INT("rename_ok", 0,
+		   call(FUSE_RENAME, FUSE_ROOT_ID, &rn, sizeof(rn), names, 4, &r));
+	snprintf(path, sizeof(path), "%s/g", dir);
+	result("rename_moved_backing_file", access(path, F_OK) == 0,
+	       "%s missing", path);
+
+	EXPECT_INT("rmdir_ok", 0,
+		   call(FUSE_RMDIR, FUSE_ROOT_ID, NULL, 0, "d\0", 2, &r));
+	EXPECT_INT("rmdir_missing_enoent", -ENOENT,
+		   call(FUSE_RMDIR, FUSE_ROOT_ID, NULL, 0, "d\0", 2, &r));
+	EXPECT_INT("unlink_ok", 0,
+		   call(FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "g\0", 2, &r));
+
+	/* two lookups (CREATE, LOOKUP) to forget */
+	fi.nlookup = 2;
+	err = call(FUSE_FORGET, file_node, &fi, sizeof(fi), NULL, 0, &r);
+	EXPECT_INT("forget_ok", 0, err);
+
+	err = call(FUSE_STATFS, FUSE_ROOT_ID, NULL, 0, NULL, 0, &r);
+	result("statfs_replies", !err && r.out_len ==
+	       sizeof(struct fuse_statfs_out) &&
+	       ((struct fuse_statfs_out *)outbuf)->st.bsize > 0,
+	       "err=%d", err);
+
+	ops_destroy();
+	rmdir(dir);
+}
+
+/* READDIR lists what is there, and resumes at the offset it returned. */
+static void test_readdir(void)
+{
+	char dir[] = "/tmp/fuse-uring-unit-XXXXXX";
+	struct fuse_open_in oi = { .flags = O_RDONLY };
+	struct fuse_read_in ri = { .size = 4096 };
+	struct fuse_release_in rel = { 0 };
+	struct srv_req r;
+	char path[128];
+	int seen = 0, calls = 0, err;
+	size_t pos;
+
+	if (!mkdtemp(dir) || ops_init(dir)) {
+		result("readdir_setup", false, "mkdtemp/ops_init failed");
+		return;
+	}
+	for (int i = 0; i < 20; i++) {
+		snprintf(path, sizeof(path), "%s/entry-%02d", dir, i);
+		close(open(path, O_CREAT | O_WRONLY, 0644));
+	}
+	err = call(FUSE_OPENDIR, FUSE_ROOT_ID, &oi, sizeof(oi), NULL, 0, &r);
+	ri.fh = ((struct fuse_open_out *)outbuf)->fh;
+	/* 100 bytes per call: a few entries each, so resuming is exercised */
+	ri.size = 100;
+	ri.offset = 0;
+	while (!err && calls < 100) {
+		err = call(FUSE_READDIR, FUSE_ROOT_ID, &ri, sizeof(ri), NULL, 0,
+			   &r);
+		calls++;
+		if (err || r.out_len == 0)
+			break;
+		for (pos = 0; pos < r.out_len;) {
+			struct fuse_dirent *d = (void *)(outbuf + pos);
+
+			seen++;
+			ri.offset = d->off;
+			pos += FUSE_DIRENT_SIZE(d);
+		}
+	}
+	/* 20 files, ".", ".." */
+	result("readdir_all_entries_in_small_chunks", !err && seen == 22 &&
+	       calls > 2, "err=%d seen=%d calls=%d", err, seen, calls);
+	rel.fh = ri.fh;
+	EXPECT_INT("releasedir_ok", 0,
+		   call(FUSE_RELEASEDIR, FUSE_ROOT_ID, &rel, sizeof(rel), NULL,
+			0, &r));
+	ops_destroy();
+	for (int i = 0; i < 20; i++) {
+		snprintf(path, sizeof(path), "%s/entry-%02d", dir, i);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+int main(void)
+{
+	test_opcode_names();
+	test_dispatch_table();
+	test_parse_dev();
+	test_parse_ring();
+	test_req_name();
+	test_replies();
+	test_dirent_pack();
+	test_stat_to_attr();
+	test_init();
+	test_options();
+	test_cpu_list();
+	test_handlers();
+	test_readdir();
+	return failures ? 1 : 0;
+}
