@@ -33,6 +33,8 @@ graphviz_dot_args = ['-Gbgcolor=white', '-Gfontname=Helvetica',
 
 html_theme = 'furo'
 html_title = 'FUSE over io_uring lab'
+html_static_path = ['docs/_static']
+html_css_files = ['diagrams.css']
 html_show_sourcelink = False
 html_copy_source = False
 
