@@ -28,8 +28,9 @@ highlight_language = 'none'
 # Diagrams are .dot files in docs/diagrams/, rendered as SVG (text stays text).
 # A white background keeps them readable when the theme is in dark mode.
 graphviz_output_format = 'svg'
-graphviz_dot_args = ['-Gbgcolor=white', '-Gfontname=Helvetica',
-                     '-Nfontname=Helvetica', '-Efontname=Helvetica']
+# Fonts are set in each .dot file (command-line -N/-E defaults would
+# override the files' own choices, e.g. Courier for kernel identifiers).
+graphviz_dot_args = ['-Gbgcolor=white']
 
 html_theme = 'furo'
 html_title = 'FUSE over io_uring lab'
