@@ -143,6 +143,7 @@ struct srv_queue {
 	struct io_uring ring;
 	bool ring_ready;		/* io_uring_queue_init succeeded */
 	int stop_efd;			/* eventfd: main writes it to stop us */
+	bool registering;		/* in queue_register(): errors are its */
 	int reg_err;			/* first REGISTER error, -errno */
 	struct srv_ent *ents;
 	unsigned int live_ents;		/* entries not ENT_DEAD */

@@ -92,7 +92,13 @@ int main(int argc, char **argv)
 	}
 	if (!o.foreground)
 		notify_fd = daemon_start();
-	/* threads inherit this: only session_loop() takes the signals */
+	/*
+	 * Threads inherit the mask: only session_loop() takes the signals,
+	 * through a signalfd. A shell starts background jobs with SIGINT
+	 * ignored, so put the default back first.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);

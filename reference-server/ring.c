@@ -102,6 +102,13 @@ static void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
 	ent->state = ENT_IN_KERNEL;
 }
 
+static const char *cmd_name(uint32_t cmd_op)
+{
+	return cmd_op == FUSE_IO_URING_CMD_REGISTER ?
+	       "FUSE_IO_URING_CMD_REGISTER" :
+	       "FUSE_IO_URING_CMD_COMMIT_AND_FETCH";
+}
+
 /*
  * The SQ has queue_depth + 1 slots: one per entry (each has at most one
  * command queued) and one for the stop poll, so it cannot be full.
@@ -115,13 +122,6 @@ static struct io_uring_sqe *queue_sqe(struct srv_queue *q)
 		abort();
 	}
 	return sqe;
-}
-
-static const char *cmd_name(uint32_t cmd_op)
-{
-	return cmd_op == FUSE_IO_URING_CMD_REGISTER ?
-	       "FUSE_IO_URING_CMD_REGISTER" :
-	       "FUSE_IO_URING_CMD_COMMIT_AND_FETCH";
 }
 
 /* ---- building a queue (in its own thread, before FUSE_INIT) ----------- */
@@ -241,8 +241,9 @@ static void ent_dead(struct srv_ent *ent, int res)
 
 	ent->state = ENT_DEAD;
 	q->live_ents--;
-	if (ent->last_cmd == FUSE_IO_URING_CMD_REGISTER && !q->reg_err) {
-		q->reg_err = res;	/* main reports it, once */
+	if (q->registering) {
+		if (!q->reg_err)
+			q->reg_err = res;	/* main reports it, once */
 		return;
 	}
 	/* -ENOTCONN is the normal end: unmount or abort tears entries down */
@@ -278,10 +279,10 @@ static void handle_request(struct srv_ent *ent)
 		err = srv_dispatch(&r, &op);
 	if (q->s->opts->trace)
 		fprintf(stderr, "trace ring q=%u ent=%u op=%s unique=%llu "
-			"commit_id=%llu in=%u out=%zu error=%d\n",
+			"commit_id=%llu arg=%zu in=%u out=%zu error=%d\n",
 			q->qid, ent->id, fuse_opcode_name(opcode),
 			(unsigned long long)unique,
-			(unsigned long long)commit_id,
+			(unsigned long long)commit_id, err ? 0 : r.arg_len,
 			h->ring_ent_in_out.payload_sz, err ? 0 : r.out_len, err);
 	build_ring_reply(h, unique, err, err ? 0 : r.out_len);
 
@@ -334,7 +335,9 @@ static int queue_register(struct srv_queue *q)
 	ret = io_uring_submit(&q->ring);
 	if (ret < 0)
 		return ret;
+	q->registering = true;
 	handle_cqes(q);
+	q->registering = false;
 	return q->reg_err;
 }
 

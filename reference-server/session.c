@@ -99,10 +99,10 @@ int session_mount(struct srv_session *s)
 void srv_trace_dev(const struct srv_req *r, const struct srv_op *op, int err)
 {
 	(void)op;
-	fprintf(stderr, "trace dev op=%s unique=%llu in=%zu out=%zu error=%d\n",
-		fuse_opcode_name(r->in->opcode),
-		(unsigned long long)r->in->unique, r->data_len, r->out_len,
-		err);
+	fprintf(stderr, "trace dev op=%s unique=%llu arg=%zu in=%zu out=%zu "
+		"error=%d\n", fuse_opcode_name(r->in->opcode),
+		(unsigned long long)r->in->unique, r->arg_len, r->data_len,
+		err ? 0 : r->out_len, err);
 }
 
 /* One reply on /dev/fuse: fuse_out_header and payload in one writev(2). */

@@ -1,0 +1,292 @@
+#!/bin/sh
+# Description: the reference server (build/reference-server/fuse-uring-server)
+# in iovec mode on the guest kernel: it refuses clearly without enable_uring,
+# mounts a tmpfs backing directory, passes a coreutils round trip and fio
+# --verify=crc32c (direct and buffered, sequential and random), gets every
+# request after FUSE_INIT over io_uring on the queue of the calling CPU,
+# survives kill -9 during fio (ENOTCONN, no hang, umount works, next mount
+# works) and ends cleanly on umount, SIGINT, SIGTERM and an aborted connection.
+. "$LAB_TOP/tests/lib.sh"
+cd "$LAB_TOP" || exit 1
+
+SRV=$LAB_TOP/build/reference-server/fuse-uring-server
+PARAM=/sys/module/fuse/parameters/enable_uring
+W=/tmp/refsrv		# tmpfs in the guest
+B=$W/backing
+M=$W/mnt
+FIO_SIZE=16M
+
+if [ ! -x "$SRV" ]; then
+	fail "reference server is built" "$SRV missing: run 'make server'"
+	exit 1
+fi
+
+rm -rf "$W"
+mkdir -p "$B" "$M"
+
+# The server's process, and a last-resort cleanup if a check goes wrong.
+SRV_PID=
+cleanup() {
+	[ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
+	umount -l "$M" 2>/dev/null
+}
+trap cleanup EXIT
+
+# start_server LOG ARGS...: start it in the foreground (as a child), wait
+# until it printed its "N queues x M entries" line, i.e. every REGISTER was
+# accepted. Returns 1 if it exited or took more than 60 s.
+start_server() {
+	log=$1
+	shift
+	"$SRV" --foreground "$@" "$B" "$M" 2>"$log" &
+	SRV_PID=$!
+	i=0
+	while [ $i -lt 600 ]; do
+		grep -q ' queues x ' "$log" && return 0
+		kill -0 "$SRV_PID" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# wait_gone PID SECONDS: wait for a process to end; 1 if it is still there.
+wait_gone() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		[ $i -ge $(($2 * 10)) ] && return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 0
+}
+
+# The type field of the mount at $M, or "none".
+mount_type() {
+	awk -v m="$M" '$2 == m { t = $3 } END { print t ? t : "none" }' /proc/mounts
+}
+
+# ---- refusals: one clear message, non-zero exit, nothing mounted ----------
+
+echo 0 >"$PARAM"
+check_fails_with "server refuses to start with enable_uring=0, naming the fix" \
+	"echo 1 > $PARAM" "$SRV" --foreground "$B" "$M"
+check_eq "no mount left after the refusal" "none" "$(mount_type)"
+echo 1 >"$PARAM"
+
+check_fails_with "server rejects an unknown --mode" "unknown --mode 'turbo'" \
+	"$SRV" --mode=turbo "$B" "$M"
+check_fails_with "server rejects a mode stock 7.2 lacks" "not implemented" \
+	"$SRV" --mode=bufring "$B" "$M"
+
+# ---- first mount, with --trace ------------------------------------------------
+
+LOG=$W/server.log
+if ! start_server "$LOG" --trace; then
+	fail "server mounts $B on $M" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
+	exit 1
+fi
+pass "server mounts $B on $M"
+check_eq "mount type is fuse.fuse-uring-server" "fuse.fuse-uring-server" "$(mount_type)"
+check_eq "one queue per possible CPU, default depth 8" "1" \
+	"$(grep -c ': 2 queues x 8 entries, payload 1048576 B, mode iovec$' "$LOG")"
+check_eq "both queues registered their 8 entries" "2" \
+	"$(grep -c '^trace ring q=[01] registered 8 entries (header 288 B, payload 1048576 B)$' "$LOG")"
+
+# ---- coreutils round trip ------------------------------------------------------
+
+head -c 8388608 /dev/urandom >"$W/random.bin"
+check "mkdir on the mount" mkdir "$M/dir"
+check_eq "mkdir reaches the backing dir" "directory" "$(stat -c %F "$B/dir")"
+check "cp of an 8 MiB random file onto the mount" cp "$W/random.bin" "$M/dir/random.bin"
+check "cmp: the mount reads back what was written" cmp "$W/random.bin" "$M/dir/random.bin"
+check "cmp: the backing copy is identical" cmp "$W/random.bin" "$B/dir/random.bin"
+check_eq "ls -l shows size 8388608" "8388608" \
+	"$(ls -l "$M/dir/random.bin" | awk '{ print $5 }')"
+check_eq "WRITE bytes over the ring add up to the file (8388608)" "8388608" \
+	"$(awk '/^trace ring .* op=WRITE / { for (i = 1; i <= NF; i++) if ($i ~ /^in=/) s += substr($i, 4) } END { print s + 0 }' "$LOG")"
+check "mv within the mount" mv "$M/dir/random.bin" "$M/moved.bin"
+check_eq "mv renamed the backing file" "gone there" \
+	"$( [ -e "$B/dir/random.bin" ] && echo still || echo gone) $( [ -e "$B/moved.bin" ] && echo there || echo missing)"
+check_eq "ls lists the root" "dir moved.bin" "$(ls "$M" | tr '\n' ' ' | sed 's/ $//')"
+touch "$M/dir/keep"
+check_fails_with "rmdir of a non-empty dir passes ENOTEMPTY through" \
+	"Directory not empty" rmdir "$M/dir"
+check_fails_with "a missing name is ENOENT" "No such file or directory" cat "$M/nope"
+check_fails_with "an unimplemented op (SYMLINK) is ENOSYS" \
+	"Function not implemented" ln -s target "$M/link"
+check "rm on the mount" rm "$M/moved.bin" "$M/dir/keep"
+check_eq "rm removed the backing file" "gone" "$( [ -e "$B/moved.bin" ] && echo still || echo gone)"
+check "rmdir on the mount" rmdir "$M/dir"
+check_eq "df: the mount's size is the backing fs's" \
+	"$(df -k --output=size "$B" | tail -n 1)" "$(df -k --output=size "$M" | tail -n 1)"
+check_eq "df: the mount's source is the server" "fuse-uring-server" \
+	"$(df --output=source "$M" | tail -n 1)"
+
+# ---- the trace: FUSE_INIT on /dev/fuse, everything after it on the ring -------
+
+check_eq "exactly one FUSE_INIT, read from /dev/fuse" "1" "$(grep -c '^trace dev op=INIT ' "$LOG")"
+check_eq "FUSE_INIT is the first request" "dev op=INIT" \
+	"$(grep -m 1 -E '^trace (dev|ring q=[0-9]+ ent=[0-9]+) op=' "$LOG" | awk '{ print $2, $3 }')"
+check_eq "no request but FORGET/INTERRUPT on /dev/fuse after INIT" "" \
+	"$(grep '^trace dev ' "$LOG" | grep -v -E ' op=(INIT|FORGET|BATCH_FORGET|INTERRUPT) ')"
+for op in LOOKUP MKDIR CREATE WRITE READ RENAME UNLINK RMDIR STATFS; do
+	n=$(grep -c "^trace ring q=[01] ent=[0-7] op=$op unique=[0-9]* commit_id=[0-9]* arg=[0-9]* in=[0-9]* out=[0-9]* error=" "$LOG")
+	if [ "$n" -gt 0 ]; then
+		pass "$op arrived over io_uring ($n)"
+	else
+		fail "$op arrived over io_uring" "no 'trace ring ... op=$op' line"
+	fi
+done
+check_eq "commit_id is the request's unique" "" \
+	"$(awk '/^trace ring .* op=/ { u = c = ""; for (i = 1; i <= NF; i++) { if ($i ~ /^unique=/) u = substr($i, 8); if ($i ~ /^commit_id=/) c = substr($i, 11) } if (u != c) print }' "$LOG" | head -n 1)"
+
+# The kernel picks the queue of the CPU the calling task runs on.
+for cpu in 0 1; do
+	echo "cpu $cpu" >"$B/on-cpu$cpu"
+	before=$(wc -l <"$LOG")
+	taskset -c "$cpu" cat "$M/on-cpu$cpu" >/dev/null
+	queues=$(tail -n +"$((before + 1))" "$LOG" | sed -n 's/^trace ring q=\([0-9]*\) .*/\1/p' | sort -u | tr '\n' ' ')
+	check_eq "a task on CPU $cpu is served by queue $cpu" "$cpu " "$queues"
+	rm -f "$B/on-cpu$cpu"
+done
+
+# ---- fio with --verify=crc32c ------------------------------------------------
+
+# fio_job NAME ARGS...: one fio run on $M/fio.dat; prints its bandwidth.
+fio_job() {
+	name=$1
+	shift
+	out=$(fio --name="$name" --filename="$M/fio.dat" --size=$FIO_SIZE \
+		--ioengine=psync --fallocate=none --verify=crc32c "$@" 2>&1)
+	status=$?
+	bw=$(printf '%s\n' "$out" | sed -n 's/^ *\(READ\|WRITE\): bw=\([^ ]*\) .*/\1 \2/p' | tr '\n' ' ')
+	echo "# fio $name: $bw"
+	[ -n "${LAB_RUN:-}" ] && echo "$name: $bw" >>"$LAB_RUN/fio-reference-server.txt"
+	if [ $status = 0 ] && printf '%s' "$out" | grep -q 'err= 0'; then
+		pass "fio $name, verify=crc32c"
+	else
+		fail "fio $name, verify=crc32c" "exit $status: $(printf '%s\n' "$out" | grep -m 1 -E 'verify|err=' )"
+	fi
+}
+for direct in 1 0; do
+	kind=$([ $direct = 1 ] && echo direct || echo buffered)
+	fio_job "seq-write-$kind" --rw=write --bs=128k --direct=$direct
+	fio_job "seq-read-$kind" --rw=read --bs=128k --direct=$direct
+	fio_job "rand-write-$kind" --rw=randwrite --bs=4k --direct=$direct
+	fio_job "rand-read-$kind" --rw=randread --bs=4k --direct=$direct
+	rm -f "$M/fio.dat"
+done
+
+# ---- kill -9 during fio ------------------------------------------------------
+
+fio --name=killed --filename="$M/kill.dat" --size=$FIO_SIZE --ioengine=psync \
+	--fallocate=none --rw=randrw --bs=4k --direct=1 --time_based --runtime=120 \
+	>"$W/fio-kill.log" 2>&1 &
+fio_pid=$!
+i=0
+while [ ! -s "$B/kill.dat" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 2
+kill -9 "$SRV_PID"
+killed=$(date +%s)
+if wait_gone "$fio_pid" 60; then
+	pass "fio ends after the server is killed ($(($(date +%s) - killed)) s)"
+else
+	fail "fio ends after the server is killed" "still running 60 s later"
+	kill -9 "$fio_pid" 2>/dev/null
+fi
+wait "$fio_pid"
+fio_status=$?
+check_eq "fio fails with ENOTCONN" "1 yes" \
+	"$fio_status $(grep -q 'Transport endpoint is not connected' "$W/fio-kill.log" && echo yes || echo no)"
+wait "$SRV_PID" 2>/dev/null
+SRV_PID=
+check_fails_with "the dead mount reports ENOTCONN" "Transport endpoint is not connected" \
+	timeout 10 stat "$M"
+check_fails_with "ls on the dead mount does not hang" "Transport endpoint is not connected" \
+	timeout 10 ls "$M"
+check "umount of the dead mount works" timeout 10 umount "$M"
+check_eq "nothing mounted at $M" "none" "$(mount_type)"
+
+# ---- a second mount: another depth, ended by umount --------------------------
+
+LOG2=$W/server2.log
+if start_server "$LOG2" --trace --queue-depth=4; then
+	pass "a second mount after kill -9 works"
+	check_eq "--queue-depth=4 gives 4 entries per queue" "2" \
+		"$(grep -c '^trace ring q=[01] registered 4 entries ' "$LOG2")"
+	echo "second mount" >"$M/hello"
+	check_eq "read back through the second mount" "second mount" "$(cat "$M/hello")"
+	check_eq "entry ids stay below the depth (0-3)" "" \
+		"$(grep '^trace ring q=[01] ent=' "$LOG2" | grep -v '^trace ring q=[01] ent=[0-3] ')"
+	check "umount from outside" umount "$M"
+	if wait_gone "$SRV_PID" 20; then
+		wait "$SRV_PID"
+		check_eq "server exits 0 after umount" "0" "$?"
+	else
+		fail "server exits after umount" "still running 20 s later"
+	fi
+	SRV_PID=
+else
+	fail "a second mount after kill -9 works" "$(tail -n 3 "$LOG2" | tr '\n' ' ')"
+fi
+
+# ---- SIGINT and SIGTERM: the server unmounts and exits 0 -----------------------
+
+for sig in INT TERM; do
+	if ! start_server "$W/server-$sig.log"; then
+		fail "mount for SIG$sig" "$(tail -n 3 "$W/server-$sig.log" | tr '\n' ' ')"
+		continue
+	fi
+	echo data >"$M/file"
+	kill -"$sig" "$SRV_PID"
+	if wait_gone "$SRV_PID" 20; then
+		wait "$SRV_PID"
+		check_eq "SIG$sig: server exits 0" "0" "$?"
+	else
+		fail "SIG$sig: server exits" "still running 20 s later"
+	fi
+	SRV_PID=
+	check_eq "SIG$sig: the server unmounted" "none" "$(mount_type)"
+	check_eq "SIG$sig: data stays in the backing dir" "data" "$(cat "$B/file")"
+done
+
+# ---- the kernel aborts the connection (fusectl) ----------------------------
+
+mkdir -p /sys/fs/fuse/connections 2>/dev/null
+mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
+if start_server "$W/server-abort.log"; then
+	conn=$(mountpoint -d "$M" | cut -d: -f2)
+	if [ -w "/sys/fs/fuse/connections/$conn/abort" ]; then
+		echo 1 >"/sys/fs/fuse/connections/$conn/abort"
+		if wait_gone "$SRV_PID" 20; then
+			wait "$SRV_PID"
+			check_eq "abort: server exits 0" "0" "$?"
+		else
+			fail "abort: server exits" "still running 20 s later"
+		fi
+		check_eq "abort: the server removed the dead mount" "none" "$(mount_type)"
+	else
+		fail "abort: fusectl has connection $conn" "no /sys/fs/fuse/connections/$conn/abort"
+	fi
+	SRV_PID=
+else
+	fail "mount for the abort test" "$(tail -n 3 "$W/server-abort.log" | tr '\n' ' ')"
+fi
+
+# ---- daemon mode: returns once mounted --------------------------------------
+
+if "$SRV" "$B" "$M" 2>"$W/server-daemon.log"; then
+	check_eq "daemon mode returns 0 with the mount ready" "fuse.fuse-uring-server" "$(mount_type)"
+	echo daemon >"$M/d"
+	check_eq "daemon serves requests" "daemon" "$(cat "$M/d")"
+	check "umount the daemon's mount" umount "$M"
+	i=0
+	while pgrep -x fuse-uring-serv >/dev/null && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	check_eq "the daemon exits after umount" "" "$(pgrep -x fuse-uring-serv)"
+else
+	fail "daemon mode returns 0 with the mount ready" "$(tail -n 3 "$W/server-daemon.log" | tr '\n' ' ')"
+fi
+
+rm -rf "$W"
+exit 0
