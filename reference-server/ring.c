@@ -374,14 +374,14 @@ static void *queue_thread(void *arg)
 		goto out;
 
 	err = queue_register(q);
-	report(q, &s->nr_registered, err, "FUSE_IO_URING_CMD_REGISTER");
-	if (err)
-		goto out;
-	if (s->opts->trace)
+	if (!err && s->opts->trace)
 		fprintf(stderr, "trace ring q=%u registered %u entries "
 			"(header %zu B, payload %zu B)\n", q->qid,
 			s->opts->queue_depth, sizeof(struct fuse_uring_req_header),
 			s->opts->payload_size);
+	report(q, &s->nr_registered, err, "FUSE_IO_URING_CMD_REGISTER");
+	if (err)
+		goto out;
 	queue_loop(q);
 out:
 	/* cancels what is still queued: the kernel drops those entries */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/signalfd.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #define ENABLE_URING_PARAM "/sys/module/fuse/parameters/enable_uring"
@@ -268,16 +269,17 @@ int session_loop(struct srv_session *s)
 /*
  * Undo the mount. On a signal we detach it (MNT_DETACH: open files keep
  * it alive, and close(/dev/fuse) then aborts them). After ENODEV we only
- * clean up a mount the kernel aborted: stat giving ENOTCONN means the
+ * clean up a mount the kernel aborted: statfs(2) giving ENOTCONN means the
  * path still names our dead connection; otherwise someone unmounted it.
+ * (stat(2) could still answer from the attribute cache.)
  */
 void session_unmount(struct srv_session *s, bool requested)
 {
-	struct stat st;
+	struct statfs sf;
 
 	if (!s->mounted)
 		return;
-	if (!requested && !(stat(s->opts->mountpoint, &st) < 0 &&
+	if (!requested && !(statfs(s->opts->mountpoint, &sf) < 0 &&
 			    errno == ENOTCONN))
 		return;
 	if (umount2(s->opts->mountpoint, MNT_DETACH) < 0 && errno != EINVAL)

@@ -9,7 +9,8 @@
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
-SRV=$LAB_TOP/build/reference-server/fuse-uring-server
+# REFSRV: another build to test, e.g. build/reference-server/sanitize/...
+SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
 PARAM=/sys/module/fuse/parameters/enable_uring
 W=/tmp/refsrv		# tmpfs in the guest
 B=$W/backing
@@ -25,12 +26,30 @@ rm -rf "$W"
 mkdir -p "$B" "$M"
 
 # The server's process, and a last-resort cleanup if a check goes wrong.
+# The server logs go back to the host with the run folder.
 SRV_PID=
 cleanup() {
 	[ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
 	umount -l "$M" 2>/dev/null
+	if [ -n "${LAB_RUN:-}" ]; then
+		for f in "$W"/*.log; do
+			[ -f "$f" ] && cp "$f" "$LAB_RUN/refsrv-${f##*/}"
+		done
+	fi
+	rm -rf "$W"
 }
 trap cleanup EXIT
+
+# cpus LIST: "0-2,5" -> "0 1 2 5" (the sysfs CPU list format).
+cpus() {
+	echo "$1" | tr ',' '\n' | while IFS=- read -r lo hi; do
+		seq "$lo" "${hi:-$lo}"
+	done | tr '\n' ' '
+}
+# One FUSE queue per possible CPU; the kernel queues on the caller's CPU.
+NQ=$(cpus "$(cat /sys/devices/system/cpu/possible)" | wc -w)
+ONLINE=$(cpus "$(cat /sys/devices/system/cpu/online)")
+QMAX=$((NQ - 1))
 
 # start_server LOG ARGS...: start it in the foreground (as a child), wait
 # until it printed its "N queues x M entries" line, i.e. every REGISTER was
@@ -88,10 +107,10 @@ if ! start_server "$LOG" --trace; then
 fi
 pass "server mounts $B on $M"
 check_eq "mount type is fuse.fuse-uring-server" "fuse.fuse-uring-server" "$(mount_type)"
-check_eq "one queue per possible CPU, default depth 8" "1" \
-	"$(grep -c ': 2 queues x 8 entries, payload 1048576 B, mode iovec$' "$LOG")"
-check_eq "both queues registered their 8 entries" "2" \
-	"$(grep -c '^trace ring q=[01] registered 8 entries (header 288 B, payload 1048576 B)$' "$LOG")"
+check_eq "one queue per possible CPU ($NQ), default depth 8" "1" \
+	"$(grep -c ": $NQ queues x 8 entries, payload 1048576 B, mode iovec$" "$LOG")"
+check_eq "each of the $NQ queues registered 8 entries" "$NQ" \
+	"$(grep -c '^trace ring q=[0-9]* registered 8 entries (header 288 B, payload 1048576 B)$' "$LOG")"
 
 # ---- coreutils round trip ------------------------------------------------------
 
@@ -105,9 +124,13 @@ check_eq "ls -l shows size 8388608" "8388608" \
 	"$(ls -l "$M/dir/random.bin" | awk '{ print $5 }')"
 check_eq "WRITE bytes over the ring add up to the file (8388608)" "8388608" \
 	"$(awk '/^trace ring .* op=WRITE / { for (i = 1; i <= NF; i++) if ($i ~ /^in=/) s += substr($i, 4) } END { print s + 0 }' "$LOG")"
-check "mv within the mount" mv "$M/dir/random.bin" "$M/moved.bin"
+# coreutils mv asks renameat2(RENAME_NOREPLACE): FUSE_RENAME2;
+# busybox mv calls rename(2): FUSE_RENAME.
+check "mv within the mount" mv "$M/dir/random.bin" "$M/dir/renamed.bin"
+check "busybox mv (plain rename) within the mount" busybox mv "$M/dir/renamed.bin" "$M/moved.bin"
 check_eq "mv renamed the backing file" "gone there" \
 	"$( [ -e "$B/dir/random.bin" ] && echo still || echo gone) $( [ -e "$B/moved.bin" ] && echo there || echo missing)"
+check "the moved file still has the same bytes" cmp "$W/random.bin" "$M/moved.bin"
 check_eq "ls lists the root" "dir moved.bin" "$(ls "$M" | tr '\n' ' ' | sed 's/ $//')"
 touch "$M/dir/keep"
 check_fails_with "rmdir of a non-empty dir passes ENOTEMPTY through" \
@@ -130,8 +153,9 @@ check_eq "FUSE_INIT is the first request" "dev op=INIT" \
 	"$(grep -m 1 -E '^trace (dev|ring q=[0-9]+ ent=[0-9]+) op=' "$LOG" | awk '{ print $2, $3 }')"
 check_eq "no request but FORGET/INTERRUPT on /dev/fuse after INIT" "" \
 	"$(grep '^trace dev ' "$LOG" | grep -v -E ' op=(INIT|FORGET|BATCH_FORGET|INTERRUPT) ')"
-for op in LOOKUP MKDIR CREATE WRITE READ RENAME UNLINK RMDIR STATFS; do
-	n=$(grep -c "^trace ring q=[01] ent=[0-7] op=$op unique=[0-9]* commit_id=[0-9]* arg=[0-9]* in=[0-9]* out=[0-9]* error=" "$LOG")
+for op in LOOKUP GETATTR MKDIR CREATE OPEN WRITE READ FLUSH RELEASE OPENDIR \
+	READDIR RELEASEDIR RENAME RENAME2 UNLINK RMDIR STATFS; do
+	n=$(grep -c "^trace ring q=[0-$QMAX] ent=[0-7] op=$op unique=[0-9]* commit_id=[0-9]* arg=[0-9]* in=[0-9]* out=[0-9]* error=" "$LOG")
 	if [ "$n" -gt 0 ]; then
 		pass "$op arrived over io_uring ($n)"
 	else
@@ -142,7 +166,7 @@ check_eq "commit_id is the request's unique" "" \
 	"$(awk '/^trace ring .* op=/ { u = c = ""; for (i = 1; i <= NF; i++) { if ($i ~ /^unique=/) u = substr($i, 8); if ($i ~ /^commit_id=/) c = substr($i, 11) } if (u != c) print }' "$LOG" | head -n 1)"
 
 # The kernel picks the queue of the CPU the calling task runs on.
-for cpu in 0 1; do
+for cpu in $ONLINE; do
 	echo "cpu $cpu" >"$B/on-cpu$cpu"
 	before=$(wc -l <"$LOG")
 	taskset -c "$cpu" cat "$M/on-cpu$cpu" >/dev/null
@@ -160,13 +184,14 @@ fio_job() {
 	out=$(fio --name="$name" --filename="$M/fio.dat" --size=$FIO_SIZE \
 		--ioengine=psync --fallocate=none --verify=crc32c "$@" 2>&1)
 	status=$?
+	[ -n "${LAB_RUN:-}" ] && printf '%s\n' "$out" >"$LAB_RUN/fio-$name.txt"
 	bw=$(printf '%s\n' "$out" | sed -n 's/^ *\(READ\|WRITE\): bw=\([^ ]*\) .*/\1 \2/p' | tr '\n' ' ')
 	echo "# fio $name: $bw"
 	[ -n "${LAB_RUN:-}" ] && echo "$name: $bw" >>"$LAB_RUN/fio-reference-server.txt"
 	if [ $status = 0 ] && printf '%s' "$out" | grep -q 'err= 0'; then
 		pass "fio $name, verify=crc32c"
 	else
-		fail "fio $name, verify=crc32c" "exit $status: $(printf '%s\n' "$out" | grep -m 1 -E 'verify|err=' )"
+		fail "fio $name, verify=crc32c" "exit $status: $(printf '%s\n' "$out" | grep -E 'verify|err|error' | tail -n 2 | tr '\n' ' ')"
 	fi
 }
 for direct in 1 0; do
@@ -184,9 +209,18 @@ fio --name=killed --filename="$M/kill.dat" --size=$FIO_SIZE --ioengine=psync \
 	--fallocate=none --rw=randrw --bs=4k --direct=1 --time_based --runtime=120 \
 	>"$W/fio-kill.log" 2>&1 &
 fio_pid=$!
+# wait until fio is past laying out the file and doing I/O
 i=0
-while [ ! -s "$B/kill.dat" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ "$(stat -c %s "$B/kill.dat" 2>/dev/null || echo 0)" -lt 16777216 ] && [ $i -lt 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 sleep 2
+if kill -0 "$fio_pid" 2>/dev/null; then
+	pass "fio is running on the mount before the kill"
+else
+	fail "fio is running on the mount before the kill" "$(tail -n 2 "$W/fio-kill.log" | tr '\n' ' ')"
+fi
 kill -9 "$SRV_PID"
 killed=$(date +%s)
 if wait_gone "$fio_pid" 60; then
@@ -213,12 +247,12 @@ check_eq "nothing mounted at $M" "none" "$(mount_type)"
 LOG2=$W/server2.log
 if start_server "$LOG2" --trace --queue-depth=4; then
 	pass "a second mount after kill -9 works"
-	check_eq "--queue-depth=4 gives 4 entries per queue" "2" \
-		"$(grep -c '^trace ring q=[01] registered 4 entries ' "$LOG2")"
+	check_eq "--queue-depth=4 gives 4 entries per queue" "$NQ" \
+		"$(grep -c '^trace ring q=[0-9]* registered 4 entries ' "$LOG2")"
 	echo "second mount" >"$M/hello"
 	check_eq "read back through the second mount" "second mount" "$(cat "$M/hello")"
 	check_eq "entry ids stay below the depth (0-3)" "" \
-		"$(grep '^trace ring q=[01] ent=' "$LOG2" | grep -v '^trace ring q=[01] ent=[0-3] ')"
+		"$(grep '^trace ring q=[0-9]* ent=' "$LOG2" | grep -v '^trace ring q=[0-9]* ent=[0-3] ')"
 	check "umount from outside" umount "$M"
 	if wait_gone "$SRV_PID" 20; then
 		wait "$SRV_PID"
@@ -288,5 +322,4 @@ else
 	fail "daemon mode returns 0 with the mount ready" "$(tail -n 3 "$W/server-daemon.log" | tr '\n' ' ')"
 fi
 
-rm -rf "$W"
 exit 0
