@@ -21,8 +21,10 @@ KERNEL_DEB=$CACHE/downloads/linux-source-7.2_${KERNEL_DEB_VERSION}_all.deb
 
 # The kernel tree (a git repository, tag `base` = pristine Debian source) and
 # the build folders, one per flavour, so a debug kernel never dirties the
-# normal one.
-LINUX=$BUILD/linux
+# normal one. LINUX can point at a clone of build/linux (with FLAVOR naming
+# its own build folder) to develop the series without disturbing the tree
+# that `make check` builds.
+LINUX=${LINUX:-$BUILD/linux}
 FLAVOR=${FLAVOR:-normal}
 KOBJ=$BUILD/obj/$FLAVOR
 BZIMAGE=$KOBJ/arch/x86/boot/bzImage

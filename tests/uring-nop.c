@@ -6,7 +6,6 @@
  * user_data, and checks the completion hands back the same cookie and res 0.
  * Build: cc -std=c11 -Wall -Wextra -Werror -o uring-nop uring-nop.c -luring
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <liburing.h>
 #include <stdio.h>
