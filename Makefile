@@ -67,7 +67,7 @@ patches-check: deps
 	@scripts/kernel series-check
 
 docs: deps
-	@sphinx-build -q -W -n --keep-going -b html . $(BUILD)/docs
+	@sphinx-build -q -E -W -n --keep-going -b html . $(BUILD)/docs
 	@echo "docs: $(BUILD)/docs/index.html"
 
 # Keeps the download and ccache cache (~/.cache/fuse-io-uring-lab).
