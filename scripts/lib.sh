@@ -36,6 +36,15 @@ die() { printf '\n%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 step() { printf '==> %s\n' "$*" >&2; }
 note() { printf '    %s\n' "$*" >&2; }
 
+# need_space MIB WHAT: stop early, with a clear message, rather than fail
+# half-way through unpacking or building with "No space left on device".
+need_space() {
+	local have
+	mkdir -p "$BUILD"
+	have=$(($(df --output=avail -k "$BUILD" | tail -n 1) / 1024))
+	[ "$have" -ge "$1" ] || die "$2 needs $1 MiB free in $BUILD, there are $have MiB: free some space (make clean removes build/)"
+}
+
 # Run as root, or through sudo when that is possible without a password.
 as_root() {
 	if [ "$(id -u)" = 0 ]; then
