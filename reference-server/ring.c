@@ -270,7 +270,7 @@ static void handle_request(struct srv_ent *ent)
 	uint32_t opcode = in->opcode;
 	const struct srv_op *op = NULL;
 	struct io_uring_sqe *sqe;
-	struct srv_req r;
+	struct srv_req r = { 0 };
 	int err;
 
 	ent->state = ENT_IN_SERVER;
@@ -282,7 +282,7 @@ static void handle_request(struct srv_ent *ent)
 			"commit_id=%llu arg=%zu in=%u out=%zu error=%d\n",
 			q->qid, ent->id, fuse_opcode_name(opcode),
 			(unsigned long long)unique,
-			(unsigned long long)commit_id, err ? 0 : r.arg_len,
+			(unsigned long long)commit_id, r.arg_len,
 			h->ring_ent_in_out.payload_sz, err ? 0 : r.out_len, err);
 	build_ring_reply(h, unique, err, err ? 0 : r.out_len);
 
