@@ -16,7 +16,7 @@ export FLAVOR
 CC := gcc
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 
-.PHONY: help deps kernel headers server tests vm check demo patches patches-check docs clean
+.PHONY: help deps kernel headers server peer tests vm check demo patches patches-check docs clean
 .DEFAULT_GOAL := help
 
 help:
@@ -25,6 +25,7 @@ help:
 	@echo "make deps           install the Debian packages and download the pinned kernel"
 	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR))"
 	@echo "make server         build the reference server into build/reference-server/"
+	@echo "make peer           build libfuse's passthrough_hp (the peer) into build/libfuse/"
 	@echo "make vm             an interactive shell in the guest"
 	@echo "make patches        export build/linux's commits above base into kernel-patches/"
 	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
@@ -44,6 +45,10 @@ headers: deps
 server: headers
 	@if [ -f reference-server/Makefile ]; then $(MAKE) -s -C reference-server; fi
 
+# libfuse's passthrough_hp, the peer the reference server is compared with.
+peer: deps
+	@scripts/peer
+
 # Small programs the guest tests run, linked statically like the server.
 TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*.c))
 tests: $(TEST_PROGS)
@@ -54,7 +59,7 @@ $(BUILD)/tests/%: tests/%.c | deps
 vm: kernel server tests
 	@vm/run --interactive
 
-check: kernel server tests
+check: kernel server peer tests
 	@scripts/check
 
 demo: kernel server tests

@@ -48,3 +48,29 @@ check_fails_with() {
 		esac
 	fi
 }
+
+# fio_verify_matrix DIR LABEL: the data check every server must pass. Writes
+# then reads back DIR/fio.dat with --verify=crc32c, direct and buffered,
+# sequential (128k) and random (4k); one check per job. Each read job
+# verifies the checksums its write job stored, so every byte read is checked.
+# FIO_SIZE (default 16M) sets the file size.
+fio_verify_matrix() {
+	dir=$1 label=$2
+	for direct in 1 0; do
+		kind=$([ $direct = 1 ] && echo direct || echo buffered)
+		for job in write:128k read:128k randwrite:4k randread:4k; do
+			rw=${job%:*} bs=${job#*:}
+			out=$(fio --name="$rw-$kind" --filename="$dir/fio.dat" \
+				--size="${FIO_SIZE:-16M}" --ioengine=psync --fallocate=none \
+				--verify=crc32c --rw="$rw" --bs="$bs" --direct=$direct 2>&1)
+			status=$?
+			if [ $status = 0 ] && [ -n "$(printf '%s\n' "$out" | grep 'err= 0')" ]; then
+				pass "$label: fio $rw $bs $kind, verify=crc32c"
+			else
+				fail "$label: fio $rw $bs $kind, verify=crc32c" \
+					"exit $status: $(printf '%s\n' "$out" | grep -E 'verify|err' | tail -n 2 | tr '\n' ' ')"
+			fi
+		done
+		rm -f "$dir/fio.dat"
+	done
+}
