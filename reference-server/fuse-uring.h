@@ -187,7 +187,7 @@ int session_handle_init(struct srv_session *s);
 int session_loop(struct srv_session *s);
 void session_unmount(struct srv_session *s, bool requested);
 void session_teardown(struct srv_session *s);
-void srv_trace_dev(const struct srv_req *r, const struct srv_op *op, int err);
+void srv_trace_dev(const struct srv_req *r, int err);
 
 /* ring.c */
 int cpu_list_count(const char *list);

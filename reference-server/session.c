@@ -97,9 +97,8 @@ int session_mount(struct srv_session *s)
 	return 0;
 }
 
-void srv_trace_dev(const struct srv_req *r, const struct srv_op *op, int err)
+void srv_trace_dev(const struct srv_req *r, int err)
 {
-	(void)op;
 	fprintf(stderr, "trace dev op=%s unique=%llu arg=%zu in=%zu out=%zu "
 		"error=%d\n", fuse_opcode_name(r->in->opcode),
 		(unsigned long long)r->in->unique, r->arg_len, r->data_len,
@@ -185,7 +184,7 @@ int session_handle_init(struct srv_session *s)
 	r.out_len = sizeof(out);
 	err = dev_reply(s, &r, 0);
 	if (s->opts->trace)
-		srv_trace_dev(&r, NULL, err);
+		srv_trace_dev(&r, err);
 	if (err)
 		die_msg("write FUSE_INIT reply", err);
 	return err;
@@ -205,7 +204,7 @@ static void dev_handle(struct srv_session *s, struct srv_req *r)
 			die_msg("write reply to /dev/fuse", werr);
 	}
 	if (s->opts->trace)
-		srv_trace_dev(r, op, err);
+		srv_trace_dev(r, err);
 }
 
 /*
