@@ -134,8 +134,12 @@ static struct io_uring_sqe *queue_sqe(struct srv_queue *q)
  */
 static void queue_pin(struct srv_queue *q)
 {
+	char name[16];
 	cpu_set_t set;
 
+	/* "fuse-uring-q1" in ps -L and top -H */
+	snprintf(name, sizeof(name), "fuse-uring-q%u", q->qid);
+	pthread_setname_np(pthread_self(), name);
 	CPU_ZERO(&set);
 	CPU_SET(q->qid, &set);
 	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) &&

@@ -119,6 +119,14 @@ pass "server mounts $B on $M"
 check_eq "mount type is fuse.fuse-uring-server" "fuse.fuse-uring-server" "$(mount_type)"
 check_eq "one queue per possible CPU ($NQ), default depth 8" "1" \
 	"$(grep -c ": $NQ queues x 8 entries, payload 1048576 B, mode iovec$" "$LOG")"
+want=$(for q in $(seq 0 $QMAX); do printf 'fuse-uring-q%s:%s ' $q $q; done)
+check_eq "each queue thread is pinned to its CPU" "$want" \
+	"$(for t in /proc/"$SRV_PID"/task/*; do
+		case $(cat "$t/comm") in
+		fuse-uring-q*) printf '%s:%s\n' "$(cat "$t/comm")" \
+			"$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$t/status")" ;;
+		esac
+	done | sort -V | tr '\n' ' ')"
 check_eq "each of the $NQ queues registered 8 entries" "$NQ" \
 	"$(grep -c '^trace ring q=[0-9]* registered 8 entries (header 288 B, payload 1048576 B)$' "$LOG")"
 
