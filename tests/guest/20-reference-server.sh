@@ -313,6 +313,29 @@ for sig in INT TERM; do
 	check_eq "SIG$sig: data stays in the backing dir" "data" "$(cat "$B/file")"
 done
 
+# A busy mount: MNT_DETACH takes it out of the tree at once, and closing
+# /dev/fuse then aborts the connection under the file still open.
+if start_server "$W/server-busy.log"; then
+	echo busy >"$M/busy"
+	sleep 300 <"$M/busy" &
+	holder=$!
+	kill -TERM "$SRV_PID"
+	if wait_gone "$SRV_PID" 20; then
+		wait "$SRV_PID"
+		check_eq "SIGTERM with a file open: server exits 0" "0" "$?"
+	else
+		fail "SIGTERM with a file open: server exits" "still running 20 s later"
+	fi
+	SRV_PID=
+	check_eq "SIGTERM with a file open: the mount is detached" "none" "$(mount_type)"
+	check_fails_with "the open file's connection is gone (ENOTCONN)" \
+		"Transport endpoint is not connected" timeout 10 cat "/proc/$holder/fd/0"
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+else
+	fail "mount for the busy-SIGTERM test" "$(tail -n 3 "$W/server-busy.log" | tr '\n' ' ')"
+fi
+
 # ---- the kernel aborts the connection (fusectl) ----------------------------
 
 mkdir -p /sys/fs/fuse/connections 2>/dev/null
