@@ -319,6 +319,14 @@ if start_server "$W/server-busy.log"; then
 	echo busy >"$M/busy"
 	sleep 300 <"$M/busy" &
 	holder=$!
+	# the child opens the file after the fork: wait until it holds it
+	i=0
+	while [ "$(readlink "/proc/$holder/fd/0")" != "$M/busy" ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	check_eq "a process holds a file open on the mount" "$M/busy" \
+		"$(readlink "/proc/$holder/fd/0")"
 	kill -TERM "$SRV_PID"
 	if wait_gone "$SRV_PID" 20; then
 		wait "$SRV_PID"
