@@ -104,6 +104,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+	/* doc: steps-begin */
 	/* 1. the connection */
 	err = session_open_dev(&s);
 	if (!err)
@@ -136,5 +137,6 @@ int main(int argc, char **argv)
 	ring_stop_queues(&s);
 	session_teardown(&s);
 	ops_destroy();
+	/* doc: steps-end */
 	return err || stop < 0 ? 1 : 0;
 }

@@ -17,6 +17,7 @@
 /* How long the kernel may cache names and attributes: libfuse's default. */
 #define TIMEOUT_SEC 1
 
+/* doc: reply-begin */
 /*
  * Claim the reply: len zeroed bytes at r->out. Call it only after the last
  * read of r->data: over io_uring, out and data are the same buffer.
@@ -27,6 +28,7 @@ static void *reply(struct srv_req *r, size_t len)
 	memset(r->out, 0, len);
 	return r->out;
 }
+/* doc: reply-end */
 
 /*
  * An O_PATH fd cannot be read, written, chmod-ed or truncated; its
@@ -550,6 +552,7 @@ const struct srv_op *srv_op_lookup(uint32_t opcode)
 	return &srv_ops[opcode];
 }
 
+/* doc: dispatch-begin */
 /* Run the handler; anything without one is -ENOSYS, which the kernel
  * remembers per opcode (it will not ask again). */
 int srv_dispatch(struct srv_req *r, const struct srv_op **opp)
@@ -561,6 +564,7 @@ int srv_dispatch(struct srv_req *r, const struct srv_op **opp)
 		return -ENOSYS;
 	return op->handler(r);
 }
+/* doc: dispatch-end */
 
 int ops_init(const char *backing_dir)
 {

@@ -79,6 +79,7 @@ int parse_dev_request(void *buf, size_t n, struct srv_req *r)
 	return 0;
 }
 
+/* doc: parse-ring-begin */
 /*
  * Over io_uring the kernel has already split the request: fuse_in_header in
  * in_out, the per-opcode header in op_in, the rest in the payload buffer,
@@ -110,6 +111,7 @@ int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
 	r->out_len = 0;
 	return 0;
 }
+/* doc: parse-ring-end */
 
 /*
  * A request's names are NUL-terminated strings in data. Return the one that
@@ -132,6 +134,7 @@ int req_name(const struct srv_req *r, size_t skip, const char **name,
 
 /* ---- replies ---------------------------------------------------------- */
 
+/* doc: ring-reply-begin */
 /*
  * The ring reply: fuse_out_header goes in in_out (where the request's header
  * was), the reply's size in ent_in_out.payload_sz. An error reply carries
@@ -147,6 +150,7 @@ void build_ring_reply(struct fuse_uring_req_header *hdr, uint64_t unique,
 	build_dev_reply(oh, unique, error, out_len);
 	hdr->ring_ent_in_out.payload_sz = (uint32_t)out_len;
 }
+/* doc: ring-reply-end */
 
 /* The /dev/fuse reply: the same header, then the payload, in one writev. */
 void build_dev_reply(struct fuse_out_header *oh, uint64_t unique, int error,
@@ -223,6 +227,7 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 	/* flags2 (the upper 32 bits) only exist from 7.36, with FUSE_INIT_EXT */
 	if (in->minor < 36 || !(in->flags & FUSE_INIT_EXT))
 		return -EPROTO;
+	/* doc: init-flags-begin */
 	offered = in->flags | ((uint64_t)in->flags2 << 32);
 	if (!(offered & FUSE_OVER_IO_URING))
 		return -EOPNOTSUPP;
@@ -251,6 +256,7 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 	 */
 	out->max_write = (uint32_t)o->payload_size;
 	out->max_pages = (uint16_t)(o->payload_size / (size_t)page_size);
+	/* doc: init-flags-end */
 	/* let every ring entry hold a background request (readahead, async) */
 	bg = (uint64_t)nr_queues * o->queue_depth;
 	out->max_background = (uint16_t)(bg > 65535 ? 65535 : bg);

@@ -74,6 +74,7 @@ int ring_count_possible_cpus(void)
 
 /* ---- one SQE for a FUSE ring command ---------------------------------- */
 
+/* doc: sqe-begin */
 /*
  * liburing 2.3 (Debian bookworm) has no io_uring_prep_uring_cmd(), so fill
  * the SQE by hand: IORING_OP_URING_CMD on /dev/fuse, the command in
@@ -101,6 +102,7 @@ static void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
 	ent->last_cmd = cmd_op;
 	ent->state = ENT_IN_KERNEL;
 }
+/* doc: sqe-end */
 
 static const char *cmd_name(uint32_t cmd_op)
 {
@@ -126,6 +128,7 @@ static struct io_uring_sqe *queue_sqe(struct srv_queue *q)
 
 /* ---- building a queue (in its own thread, before FUSE_INIT) ----------- */
 
+/* doc: queue-setup-begin */
 /*
  * Run on the queue's CPU: the kernel picks the queue of the CPU the
  * *calling* task runs on, so its thread there keeps the request's data in
@@ -193,6 +196,7 @@ static int queue_setup(struct srv_queue *q, const char **what)
 	q->ring_ready = true;
 	return 0;
 }
+/* doc: queue-setup-end */
 
 /* ---- the start-up hand-shake with main() ------------------------------ */
 
@@ -257,6 +261,7 @@ static void ent_dead(struct srv_ent *ent, int res)
 			strerror(-res));
 }
 
+/* doc: loop-begin */
 /*
  * A CQE with res 0 means the kernel put a request in this entry: the
  * header slot holds fuse_in_header, op header and ent_in_out, the payload
@@ -315,7 +320,9 @@ static bool handle_cqes(struct srv_queue *q)
 	io_uring_cq_advance(&q->ring, n);
 	return run;
 }
+/* doc: loop-end */
 
+/* doc: register-begin */
 /*
  * REGISTER every entry, plus a poll on the stop eventfd, in one submit.
  * REGISTER is only sent after the INIT reply (before it: -EAGAIN). A
@@ -344,7 +351,9 @@ static int queue_register(struct srv_queue *q)
 	q->registering = false;
 	return q->reg_err;
 }
+/* doc: register-end */
 
+/* doc: wait-begin */
 /* Wait, handle, commit: the whole server, once it runs. */
 static void queue_loop(struct srv_queue *q)
 {
@@ -363,6 +372,7 @@ static void queue_loop(struct srv_queue *q)
 		run = handle_cqes(q);
 	}
 }
+/* doc: wait-end */
 
 static void *queue_thread(void *arg)
 {
@@ -471,12 +481,14 @@ void ring_stop_queues(struct srv_session *s)
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 
+	/* doc: stop-begin */
 	for (unsigned int i = 0; i < s->nr_queues; i++) {
 		struct srv_queue *q = &s->queues[i];
 
 		if (q->stop_efd >= 0 && q->thread_started)
 			eventfd_write(q->stop_efd, 1);
 	}
+	/* doc: stop-end */
 	for (unsigned int i = 0; i < s->nr_queues; i++) {
 		struct srv_queue *q = &s->queues[i];
 

@@ -66,6 +66,7 @@ int session_check_uring_param(void)
 	return 0;
 }
 
+/* doc: mount-begin */
 /*
  * mount(2) with the options fusermount would pass: fd= binds the mount to
  * our /dev/fuse, rootmode= is the root's type, user_id/group_id own the
@@ -96,6 +97,7 @@ int session_mount(struct srv_session *s)
 	s->mounted = true;
 	return 0;
 }
+/* doc: mount-end */
 
 void srv_trace_dev(const struct srv_req *r, int err)
 {
@@ -190,6 +192,7 @@ int session_handle_init(struct srv_session *s)
 	return err;
 }
 
+/* doc: dev-handle-begin */
 /* A request that arrived on /dev/fuse: same handlers, reply by writev. */
 static void dev_handle(struct srv_session *s, struct srv_req *r)
 {
@@ -206,6 +209,7 @@ static void dev_handle(struct srv_session *s, struct srv_req *r)
 	if (s->opts->trace)
 		srv_trace_dev(r, err);
 }
+/* doc: dev-handle-end */
 
 /*
  * Serve /dev/fuse until the connection ends or a signal asks us to stop.
