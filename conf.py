@@ -9,8 +9,15 @@ author = 'the fuse-io-uring-lab authors'
 copyright = '2026, ' + author
 language = 'en'
 
+import os
+import sys
+
+# Extensions of this book live in docs/_ext/ (series.py renders kernel-patches/).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                'docs', '_ext'))
+
 root_doc = 'index'
-extensions = ['sphinx.ext.graphviz']
+extensions = ['sphinx.ext.graphviz', 'series']
 
 # Only the book is source: the top page, the chapters and each lab's README.rst.
 # build/ holds a full Linux tree with thousands of .rst files, so it (and every
@@ -19,7 +26,7 @@ include_patterns = ['index.rst', 'docs/**', 'labs/*/README.rst']
 exclude_patterns = [
     'build', 'kernel-patches', 'reference-server', 'vm', 'scripts', 'tests',
     '.ci', '.git', '**/.*', 'README.md', 'Makefile',
-    'docs/diagrams', 'docs/_static',
+    'docs/diagrams', 'docs/_static', 'docs/_ext',
 ]
 
 nitpicky = True
