@@ -16,7 +16,7 @@ export FLAVOR
 CC := gcc
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 
-.PHONY: help deps kernel headers server peer tests vm check demo patches patches-check docs clean
+.PHONY: help deps kernel headers server peer tests vm check demo bench patches patches-check docs clean
 .DEFAULT_GOAL := help
 
 help:
@@ -30,6 +30,7 @@ help:
 	@echo "make patches        export build/linux's commits above base into kernel-patches/"
 	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
 	@echo "make docs           build the documentation into build/docs/"
+	@echo "make bench          every server configuration side by side in one boot (fio)"
 	@echo "vm/run -- CMD       run one command in the guest"
 
 deps:
@@ -64,6 +65,10 @@ check: kernel server peer tests
 
 demo: kernel server tests
 	@scripts/demo
+
+# The full benchmark (not part of make check; a smoke run is).
+bench: kernel server peer
+	@scripts/bench
 
 patches:
 	@scripts/kernel export
