@@ -12,12 +12,13 @@ language = 'en'
 import os
 import sys
 
-# Extensions of this book live in docs/_ext/ (series.py renders kernel-patches/).
+# Extensions of this book live in docs/_ext/: series.py renders kernel-patches/,
+# kernelpage.py includes a page of the patched tree's Documentation/.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 'docs', '_ext'))
 
 root_doc = 'index'
-extensions = ['sphinx.ext.graphviz', 'series']
+extensions = ['sphinx.ext.graphviz', 'series', 'kernelpage']
 
 # Only the book is source: the top page, the chapters and each lab's README.rst.
 # build/ holds a full Linux tree with thousands of .rst files, so it (and every
