@@ -56,6 +56,9 @@ tests: $(TEST_PROGS)
 $(BUILD)/tests/%: tests/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -static -o $@ $< -luring
+# It speaks the patched uapi (FUSE_URING_BUFRING), like the server.
+$(BUILD)/tests/bufring-register-errors: CFLAGS += -I$(BUILD)/headers/include
+$(BUILD)/tests/bufring-register-errors: $(BUILD)/headers/include/linux/fuse.h
 
 vm: kernel server tests
 	@vm/run --interactive

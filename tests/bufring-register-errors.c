@@ -1,0 +1,1470 @@
+/*
+ * tests/bufring-register-errors.c: every mistake a server can make when it
+ * registers a buffer ring (patch 0004), and the exact errno the kernel
+ * answers it with.
+ *
+ * It speaks the protocol itself, with liburing and nothing else (no libfuse,
+ * no reference server): per case it opens /dev/fuse, mounts a FUSE file
+ * system with that fd, answers FUSE_INIT by read(2)/write(2) with
+ * FUSE_OVER_IO_URING, and sends FUSE_IO_URING_CMD_REGISTER and
+ * COMMIT_AND_FETCH commands on an SQE128 ring.
+ *
+ * Every case gets a connection of its own, for two reasons read off
+ * fs/fuse/dev_uring.c: a queue's first REGISTER fixes its buffer ring for
+ * good (fuse_uring_create_queue()), and a failed REGISTER switches io_uring
+ * off for the whole connection (fuse_uring_cmd() clears fch->io_uring, so
+ * every later REGISTER gets -EOPNOTSUPP). So in each case the REGISTER under
+ * test is the connection's last.
+ *
+ * The positive control comes first: the same well-formed set-up that the
+ * other cases break one field at a time must register on every queue and
+ * carry a real request (a GETATTR from stat(2)) to the right header slot.
+ * Without it, a refusal could just as well mean that the set-up was wrong.
+ *
+ * Output, one line per case, read by tests/guest/22-bufring-register-errors.sh:
+ *   PASS name
+ *   FAIL name: expected -EINVAL, got accepted (no CQE: the command is queued)
+ * plus "# ..." lines with details. Exit status 1 if any case failed.
+ * --list prints the case names; case names as arguments run only those.
+ *
+ * Each case names the check in build/linux/fs/fuse/dev_uring.c that decides
+ * its errno: the kernel source is the specification, not this file.
+ *
+ * Build: make tests (static, against the patched uapi in build/headers).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE		/* pthread_timedjoin_np() */
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/fuse.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MNT_DEFAULT	"/tmp/bufring-register-errors/mnt"
+#define ENABLE_URING	"/sys/module/fuse/parameters/enable_uring"
+#define CPUS_POSSIBLE	"/sys/devices/system/cpu/possible"
+
+/* The well-formed set-up: entries and payload buffers per queue. */
+#define DEPTH		2
+#define NBUFS		2
+#define HDR_SZ		sizeof(struct fuse_uring_req_header)
+
+/* FUSE_INIT asks for max_pages = 2: small buffers, quick cases. */
+#define INIT_MAX_PAGES	2
+#define INIT_READ_BUF	(64 * 1024)	/* >= FUSE_MIN_READ_BUFFER (8 KiB) */
+
+/*
+ * How long to wait. A refused command completes inline, before
+ * io_uring_submit() returns, so ACCEPT_MS is only a margin; the others bound
+ * what could otherwise hang (a request that never arrives, a stat(2) that
+ * never returns).
+ */
+#define ACCEPT_MS	10
+#define REQUEST_MS	5000
+#define JOIN_MS		5000
+
+/* Header slots start out as this byte; the kernel writes only its own. */
+#define POISON		0xa5
+
+/* st_size our GETATTR reply carries: stat(2) seeing it saw our reply. */
+#define MARKER_SIZE	0x5eedULL
+
+/* Results of a command besides a CQE's res (which is 0 or -errno). */
+#define ACCEPTED	1	/* no CQE: the kernel queued the command */
+#define NOT_SUBMITTED	2	/* io_uring_submit() failed (printed) */
+
+/* user_data: what the command was, and for which queue and entry. */
+enum { UD_REGISTER = 1, UD_COMMIT = 2 };
+#define UD(kind, qid, ent) \
+	((uint64_t)(kind) << 32 | (uint64_t)(qid) << 16 | (uint64_t)(ent))
+#define UD_KIND(ud)	((unsigned int)((ud) >> 32))
+#define UD_QID(ud)	((uint16_t)((ud) >> 16))
+#define UD_ENT(ud)	((uint16_t)(ud))
+
+static const char *mnt = MNT_DEFAULT;
+static unsigned int nr_queues;	/* one FUSE queue per possible CPU */
+static size_t page_size;
+static uint32_t max_payload;	/* the ring's max_payload_sz, see main() */
+static int failures;
+
+/* ---- reporting ---------------------------------------------------------- */
+
+static void pass(const char *name)
+{
+	printf("PASS %s\n", name);
+}
+
+/* Returns -1, so that a case can "return fail(...)". */
+__attribute__((format(printf, 2, 3)))
+static int fail(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	failures++;
+	return -1;
+}
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case EINVAL: return "EINVAL";
+	case ENOENT: return "ENOENT";
+	case EFAULT: return "EFAULT";
+	case ENOMEM: return "ENOMEM";
+	case EAGAIN: return "EAGAIN";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case ENOTCONN: return "ENOTCONN";
+	case ECONNABORTED: return "ECONNABORTED";
+	case ECANCELED: return "ECANCELED";
+	case ENOBUFS: return "ENOBUFS";
+	case EIO: return "EIO";
+	case EBADF: return "EBADF";
+	default: return NULL;
+	}
+}
+
+/* A command's result as the FAIL lines print it. */
+static const char *res_str(int res, char *buf, size_t len)
+{
+	const char *name = res < 0 ? errno_name(-res) : NULL;
+
+	if (res == ACCEPTED)
+		return "accepted (no CQE: the command is queued)";
+	if (res == NOT_SUBMITTED)
+		return "nothing (io_uring_submit failed)";
+	if (name)
+		snprintf(buf, len, "-%s", name);
+	else if (res < 0)
+		snprintf(buf, len, "%d", res);
+	else
+		snprintf(buf, len, "a CQE with res %d", res);
+	return buf;
+}
+
+/* PASS when the command's result is the one expected, else FAIL. */
+static int expect_res(const char *name, int want, int got)
+{
+	char wbuf[32], gbuf[48];
+
+	if (got == want) {
+		pass(name);
+		return 0;
+	}
+	return fail(name, "expected %s, got %s", res_str(want, wbuf, sizeof(wbuf)),
+		    res_str(got, gbuf, sizeof(gbuf)));
+}
+
+/* ---- the connection: /dev/fuse, the mount, FUSE_INIT, the ring ---------- */
+
+struct conn {
+	int fd;			/* /dev/fuse: the connection */
+	bool mounted;
+	bool ring_up;
+	struct io_uring ring;
+};
+
+/*
+ * FUSE_INIT travels over /dev/fuse even for io_uring servers: read it, and
+ * reply with FUSE_OVER_IO_URING so that the kernel creates the ring
+ * (fuse_uring_conn_init()). The kernel offers the flag only while
+ * enable_uring is set. We ask for INIT_MAX_PAGES pages: fuse_uring_create()
+ * sizes max_payload_sz as max(FUSE_MIN_READ_BUFFER, max_write, max_pages
+ * pages), which is what main() computes into max_payload.
+ */
+static int answer_init(int fd, const char **what)
+{
+	static char buf[INIT_READ_BUF];
+	const struct fuse_in_header *ih = (const void *)buf;
+	const struct fuse_init_in *in = (const void *)(ih + 1);
+	struct fuse_init_out out;
+	struct fuse_out_header oh;
+	uint64_t offered, wanted;
+	struct iovec iov[2];
+	ssize_t n;
+
+	*what = "read FUSE_INIT";
+	do {
+		n = read(fd, buf, sizeof(buf));
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < sizeof(*ih) + sizeof(*in) || ih->opcode != FUSE_INIT)
+		return -EPROTO;
+
+	*what = "FUSE_INIT offers FUSE_OVER_IO_URING";
+	offered = in->flags;
+	if (in->flags & FUSE_INIT_EXT)	/* flags2 is only there with INIT_EXT */
+		offered |= (uint64_t)in->flags2 << 32;
+	if (!(offered & FUSE_OVER_IO_URING))
+		return -EOPNOTSUPP;
+
+	wanted = FUSE_INIT_EXT | FUSE_MAX_PAGES | FUSE_OVER_IO_URING;
+	memset(&out, 0, sizeof(out));
+	out.major = FUSE_KERNEL_VERSION;
+	out.minor = in->minor < FUSE_KERNEL_MINOR_VERSION ?
+		    in->minor : FUSE_KERNEL_MINOR_VERSION;
+	out.flags = (uint32_t)(offered & wanted);
+	out.flags2 = (uint32_t)((offered & wanted) >> 32);
+	out.max_write = (uint32_t)(INIT_MAX_PAGES * page_size);
+	out.max_pages = INIT_MAX_PAGES;
+
+	oh.len = sizeof(oh) + sizeof(out);
+	oh.error = 0;
+	oh.unique = ih->unique;
+	iov[0] = (struct iovec){ &oh, sizeof(oh) };
+	iov[1] = (struct iovec){ &out, sizeof(out) };
+	*what = "write the FUSE_INIT reply";
+	if (writev(fd, iov, 2) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Undo conn_open(), whatever state it got to. */
+static void conn_close(struct conn *c)
+{
+	/*
+	 * Detaching the mount destroys the super block, which aborts the
+	 * connection and waits for its ring to stop: every queued command
+	 * completes with -ENOTCONN (fuse_uring_entry_teardown()). Leaving the
+	 * ring then cancels whatever is left, and the last file reference
+	 * to /dev/fuse goes away with it.
+	 */
+	if (c->mounted && umount2(mnt, MNT_DETACH) < 0)
+		printf("# umount2 %s: %s\n", mnt, strerror(errno));
+	if (c->ring_up)
+		io_uring_queue_exit(&c->ring);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->mounted = c->ring_up = false;
+	c->fd = -1;
+}
+
+/* A fresh connection, initialized, with a ring; FAILs the case if not. */
+static int conn_open(struct conn *c, const char *name)
+{
+	const char *what = "open /dev/fuse";
+	char opts[128];
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (c->fd < 0) {
+		err = -errno;
+		goto out;
+	}
+
+	/* the options fusermount passes: fd= binds the mount to our fd */
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0",
+		 c->fd);
+	what = "mount";
+	if (mount("bufring-test", mnt, "fuse.bufring-test", MS_NOSUID | MS_NODEV,
+		  opts) < 0) {
+		err = -errno;
+		goto out;
+	}
+	c->mounted = true;
+
+	err = answer_init(c->fd, &what);
+	if (err)
+		goto out;
+
+	/* FUSE's commands do not fit a 64-byte SQE: fuse_uring_cmd() wants SQE128 */
+	what = "io_uring_queue_init(SQE128)";
+	err = io_uring_queue_init(16, &c->ring, IORING_SETUP_SQE128);
+	if (err)
+		goto out;
+	c->ring_up = true;
+	return 0;
+out:
+	conn_close(c);
+	return fail(name, "set-up: %s: %s", what, strerror(-err));
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+/*
+ * An SQE for a FUSE command, its fuse_uring_cmd_req in sqe->cmd (the 80
+ * bytes an SQE128 has after its first 48). liburing clears none of it, and
+ * the kernel reads every field, so the whole 128 bytes are zeroed first.
+ */
+static struct io_uring_sqe *fuse_cmd_sqe(struct conn *c, uint32_t cmd_op,
+					 const struct fuse_uring_cmd_req *req,
+					 uint64_t ud)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+
+	if (!sqe)
+		return NULL;
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = c->fd;
+	sqe->cmd_op = cmd_op;
+	sqe->user_data = ud;
+	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), req, sizeof(*req));
+	return sqe;
+}
+
+/* Wait up to ms for one CQE; 0 and its user_data and res, or -ETIME. */
+static int wait_cqe_ms(struct conn *c, int ms, uint64_t *ud, int *res)
+{
+	struct __kernel_timespec ts = {
+		.tv_sec = ms / 1000,
+		.tv_nsec = (long long)(ms % 1000) * 1000000,
+	};
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	do {
+		ret = io_uring_wait_cqe_timeout(&c->ring, &cqe, &ts);
+	} while (ret == -EINTR);
+	if (ret < 0)
+		return ret;
+	*ud = cqe->user_data;
+	*res = cqe->res;
+	io_uring_cqe_seen(&c->ring, cqe);
+	return 0;
+}
+
+/*
+ * Submit the prepared SQE and return the command's result: the res of its
+ * CQE, or ACCEPTED if there is none. fuse_uring_cmd() runs inline while
+ * io_uring_enter() submits, and a refused command's CQE is posted before
+ * the call returns; an accepted one stays queued (-EIOCBQUEUED) until the
+ * kernel has a request for its entry, which in these cases never comes.
+ */
+static int submit_and_reap(struct conn *c, uint64_t ud)
+{
+	uint64_t got;
+	int ret, res;
+
+	ret = io_uring_submit(&c->ring);
+	if (ret != 1) {
+		printf("# io_uring_submit: %s\n", ret < 0 ? strerror(-ret) : "0 SQEs");
+		return NOT_SUBMITTED;
+	}
+	for (;;) {
+		ret = wait_cqe_ms(c, ACCEPT_MS, &got, &res);
+		if (ret == -ETIME)
+			return ACCEPTED;
+		if (ret < 0) {
+			printf("# io_uring_wait_cqe_timeout: %s\n", strerror(-ret));
+			return NOT_SUBMITTED;
+		}
+		if (got == ud)
+			return res;
+		printf("# unexpected CQE: kind %u q=%u ent=%u res %d\n",
+		       UD_KIND(got), UD_QID(got), UD_ENT(got), res);
+	}
+}
+
+/* What one REGISTER carries. */
+struct reg {
+	uint16_t qid;
+	uint64_t flags;
+	uint32_t buf_size;	/* init.buf_size */
+	uint16_t depth;		/* init.queue_depth */
+	uint16_t ent;		/* sqe->buf_index: the entry id, its header slot */
+	const struct iovec *iov; /* [0] headers, [1] payload */
+};
+
+static int do_register(struct conn *c, const struct reg *r)
+{
+	struct fuse_uring_cmd_req req = {
+		.flags = r->flags,
+		.qid = r->qid,
+		.init = { .buf_size = r->buf_size, .queue_depth = r->depth },
+	};
+	uint64_t ud = UD(UD_REGISTER, r->qid, r->ent);
+	struct io_uring_sqe *sqe;
+
+	sqe = fuse_cmd_sqe(c, FUSE_IO_URING_CMD_REGISTER, &req, ud);
+	if (!sqe)
+		return NOT_SUBMITTED;
+	sqe->addr = (uintptr_t)r->iov;
+	sqe->len = 2;
+	sqe->buf_index = r->ent;
+	return submit_and_reap(c, ud);
+}
+
+static int do_commit(struct conn *c, uint16_t qid, uint16_t ent,
+		     uint64_t commit_id)
+{
+	struct fuse_uring_cmd_req req = { .commit_id = commit_id, .qid = qid };
+	uint64_t ud = UD(UD_COMMIT, qid, ent);
+
+	if (!fuse_cmd_sqe(c, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, &req, ud))
+		return NOT_SUBMITTED;
+	return submit_and_reap(c, ud);
+}
+
+/* ---- queue memory ----------------------------------------------------- */
+
+/*
+ * One queue's memory in the buffer-ring layout: iov[0] the headers region
+ * (one struct fuse_uring_req_header per entry, indexed by entry id), iov[1]
+ * the payload region (buffers of buf_size). Cases bend the iovecs after
+ * qmem_alloc(); the mappings stay as allocated, for qmem_free().
+ */
+struct qmem {
+	void *hmap, *pmap;
+	size_t hmap_len, pmap_len;
+	struct iovec iov[2];
+	uint16_t depth;
+	uint32_t buf_size;
+};
+
+static void *map_anon(size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static size_t page_round(size_t len)
+{
+	return (len + page_size - 1) / page_size * page_size;
+}
+
+static void qmem_free(struct qmem *q)
+{
+	if (q->hmap)
+		munmap(q->hmap, q->hmap_len);
+	if (q->pmap)
+		munmap(q->pmap, q->pmap_len);
+	memset(q, 0, sizeof(*q));
+}
+
+/* 0, or -1 after FAILing the case. One spare byte, for the misaligned case. */
+static int qmem_alloc(const char *name, struct qmem *q, uint16_t depth,
+		      uint32_t buf_size, size_t payload_len)
+{
+	memset(q, 0, sizeof(*q));
+	q->depth = depth;
+	q->buf_size = buf_size;
+	q->hmap_len = page_round(depth * HDR_SZ + 1);
+	q->pmap_len = page_round(payload_len);
+	q->hmap = map_anon(q->hmap_len, PROT_READ | PROT_WRITE);
+	q->pmap = map_anon(q->pmap_len, PROT_READ | PROT_WRITE);
+	if (!q->hmap || !q->pmap) {
+		qmem_free(q);
+		return fail(name, "set-up: mmap: %s", strerror(errno));
+	}
+	memset(q->hmap, POISON, q->hmap_len);
+	q->iov[0] = (struct iovec){ q->hmap, depth * HDR_SZ };
+	q->iov[1] = (struct iovec){ q->pmap, payload_len };
+	return 0;
+}
+
+/* The well-formed queue: DEPTH entries, NBUFS buffers of max_payload. */
+static int qmem_good(const char *name, struct qmem *q)
+{
+	return qmem_alloc(name, q, DEPTH, max_payload, NBUFS * (size_t)max_payload);
+}
+
+/*
+ * Memory for one entry without a buffer ring (7.2's layout): its own header
+ * and a payload of at least max_payload_sz (fuse_uring_create_ring_ent()).
+ */
+static int qmem_legacy(const char *name, struct qmem *q)
+{
+	return qmem_alloc(name, q, 1, 0, max_payload);
+}
+
+/*
+ * Header slots are copied in and out with memcpy: the misaligned case puts
+ * them at an odd address, where a struct access would be undefined.
+ */
+static char *slot(const struct qmem *q, uint16_t ent)
+{
+	return (char *)q->iov[0].iov_base + (size_t)ent * HDR_SZ;
+}
+
+static bool slot_poisoned(const struct qmem *q, uint16_t ent)
+{
+	const unsigned char *p = (const unsigned char *)slot(q, ent);
+	size_t i;
+
+	for (i = 0; i < HDR_SZ; i++)
+		if (p[i] != POISON)
+			return false;
+	return true;
+}
+
+/* ---- REGISTER helpers --------------------------------------------------- */
+
+static struct reg reg_bufring(uint16_t qid, uint16_t ent, const struct qmem *q)
+{
+	return (struct reg){
+		.qid = qid, .flags = FUSE_URING_BUFRING, .buf_size = q->buf_size,
+		.depth = q->depth, .ent = ent, .iov = q->iov,
+	};
+}
+
+static struct reg reg_legacy(uint16_t qid, const struct qmem *q)
+{
+	return (struct reg){ .qid = qid, .iov = q->iov };
+}
+
+/*
+ * A set-up step: this REGISTER must be accepted, or the case cannot test
+ * what it is about. 0, or -1 after FAILing the case.
+ */
+static int setup_register(const char *name, struct conn *c, const struct reg *r)
+{
+	char buf[48];
+	int res = do_register(c, r);
+
+	if (res == ACCEPTED)
+		return 0;
+	return fail(name, "set-up: REGISTER q=%u ent=%u: expected accepted, got %s",
+		    r->qid, r->ent, res_str(res, buf, sizeof(buf)));
+}
+
+/* Every entry of queue qid, as a buffer ring. */
+static int setup_bufring_queue(const char *name, struct conn *c, uint16_t qid,
+			       const struct qmem *q)
+{
+	uint16_t ent;
+
+	for (ent = 0; ent < q->depth; ent++) {
+		struct reg r = reg_bufring(qid, ent, q);
+
+		if (setup_register(name, c, &r))
+			return -1;
+	}
+	return 0;
+}
+
+/* The cross-queue cases need a second queue. */
+static int need_two_queues(const char *name)
+{
+	if (nr_queues >= 2)
+		return 0;
+	return fail(name, "needs 2 FUSE queues (possible CPUs), this guest has %u",
+		    nr_queues);
+}
+
+/* ---- a request: stat(2) of the mount root from another thread ----------- */
+
+/*
+ * The thread is created first and waits for stat_go(): creating it maps a
+ * stack, and the unmapped-headers case must not have that mapping land in
+ * the hole it made.
+ */
+struct stat_job {
+	pthread_t th;
+	sem_t go;
+	int err;		/* errno of stat(2), 0 on success */
+	struct stat st;
+};
+
+static void *stat_thread(void *arg)
+{
+	struct stat_job *j = arg;
+
+	while (sem_wait(&j->go) < 0 && errno == EINTR)
+		;
+	j->err = stat(mnt, &j->st) < 0 ? errno : 0;
+	return NULL;
+}
+
+/* 0, or -1 after FAILing the case; j is heap memory, see stat_end(). */
+static int stat_start(const char *name, struct stat_job **jp)
+{
+	struct stat_job *j = calloc(1, sizeof(*j));
+	int err;
+
+	*jp = NULL;
+	if (!j || sem_init(&j->go, 0, 0) < 0) {
+		free(j);
+		return fail(name, "set-up: stat thread: out of memory");
+	}
+	err = pthread_create(&j->th, NULL, stat_thread, j);
+	if (err) {
+		sem_destroy(&j->go);
+		free(j);
+		return fail(name, "set-up: pthread_create: %s", strerror(err));
+	}
+	*jp = j;
+	return 0;
+}
+
+static void stat_go(struct stat_job *j)
+{
+	sem_post(&j->go);
+}
+
+/* Wait up to ms for stat(2) to return: 0 if it did, else ETIMEDOUT. */
+static int stat_join(struct stat_job *j, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return pthread_timedjoin_np(j->th, NULL, &ts);
+}
+
+/*
+ * The end of a case with a stat thread, after conn_close(): the aborted
+ * connection fails a stat(2) still waiting, so it returns now. If it does
+ * not, the thread may still write to j: leave j allocated and say so.
+ */
+static void stat_end(struct stat_job *j, bool joined)
+{
+	if (!j)
+		return;
+	if (!joined) {
+		stat_go(j);	/* in case the case ended before it */
+		if (stat_join(j, JOIN_MS)) {
+			printf("# stat(2) still blocked after the connection ended\n");
+			return;
+		}
+	}
+	sem_destroy(&j->go);
+	free(j);
+}
+
+/* ---- serving the GETATTR --------------------------------------------- */
+
+struct served {
+	uint16_t qid, ent, buf_id;
+	uint64_t unique;
+};
+
+/* Every header slot still poisoned, but the one the request went to. */
+static bool only_slot_written(const struct qmem *qs, uint16_t qid, uint16_t ent)
+{
+	unsigned int q;
+	uint16_t e;
+
+	for (q = 0; q < nr_queues; q++)
+		for (e = 0; e < qs[q].depth; e++)
+			if (!(q == qid && e == ent) && !slot_poisoned(&qs[q], e))
+				return false;
+	return true;
+}
+
+/*
+ * The kernel hands the GETATTR of stat(2) on the mount root to an entry:
+ * the entry's REGISTER completes with res 0, the request is in the entry's
+ * header slot (in_out: fuse_in_header, op_in: fuse_getattr_in,
+ * ring_ent_in_out: commit_id and the buf_id the kernel picked, since
+ * GETATTR has an out argument to carry). Check that, answer with
+ * st_size = MARKER_SIZE in that buffer, and COMMIT_AND_FETCH.
+ * 0, or -1 after FAILing the case.
+ */
+static int serve_getattr(const char *name, struct conn *c,
+			 const struct qmem *qs, struct served *s)
+{
+	struct fuse_uring_ent_in_out eio;
+	struct fuse_out_header oh;
+	struct fuse_in_header ih;
+	struct fuse_attr_out ao;
+	const struct qmem *q;
+	uint64_t ud;
+	size_t nbufs;
+	char *hdr;
+	int ret, res;
+
+	ret = wait_cqe_ms(c, REQUEST_MS, &ud, &res);
+	if (ret == -ETIME)
+		return fail(name, "no request on the ring within %d ms of stat(2)",
+			    REQUEST_MS);
+	if (ret < 0)
+		return fail(name, "io_uring_wait_cqe_timeout: %s", strerror(-ret));
+	if (UD_KIND(ud) != UD_REGISTER || res != 0 || UD_QID(ud) >= nr_queues)
+		return fail(name, "expected a REGISTER CQE with res 0, got kind %u "
+			    "q=%u ent=%u res %d", UD_KIND(ud), UD_QID(ud),
+			    UD_ENT(ud), res);
+	s->qid = UD_QID(ud);
+	s->ent = UD_ENT(ud);
+	q = &qs[s->qid];
+	hdr = slot(q, s->ent);
+	memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out), sizeof(ih));
+	memcpy(&eio, hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
+	       sizeof(eio));
+
+	if (ih.opcode != FUSE_GETATTR || ih.nodeid != FUSE_ROOT_ID)
+		return fail(name, "q=%u ent=%u: expected GETATTR of the root in its "
+			    "header slot, found opcode %u nodeid %llu", s->qid,
+			    s->ent, ih.opcode, (unsigned long long)ih.nodeid);
+	if (eio.commit_id != ih.unique)
+		return fail(name, "commit_id %llu is not the request's unique %llu",
+			    (unsigned long long)eio.commit_id,
+			    (unsigned long long)ih.unique);
+	if (eio.payload_sz != 0)
+		return fail(name, "GETATTR has no in payload, but payload_sz is %u",
+			    eio.payload_sz);
+	nbufs = q->iov[1].iov_len / q->buf_size;
+	if (eio.buf_id >= nbufs)
+		return fail(name, "buf_id %u, but the payload region holds %zu buffers",
+			    eio.buf_id, nbufs);
+	if (!only_slot_written(qs, s->qid, s->ent))
+		return fail(name, "the kernel wrote outside entry %u's header slot",
+			    s->ent);
+	s->buf_id = eio.buf_id;
+	s->unique = ih.unique;
+
+	/* the reply: fuse_out_header in in_out, fuse_attr_out in the buffer */
+	memset(&ao, 0, sizeof(ao));
+	ao.attr.ino = FUSE_ROOT_ID;
+	ao.attr.mode = S_IFDIR | 0755;
+	ao.attr.nlink = 2;
+	ao.attr.size = MARKER_SIZE;
+	ao.attr.blksize = 4096;
+	memcpy((char *)q->iov[1].iov_base + (size_t)s->buf_id * q->buf_size,
+	       &ao, sizeof(ao));
+	oh = (struct fuse_out_header){
+		.len = sizeof(oh) + sizeof(ao), .error = 0, .unique = ih.unique,
+	};
+	memcpy(hdr + offsetof(struct fuse_uring_req_header, in_out), &oh, sizeof(oh));
+	eio.payload_sz = sizeof(ao);
+	memcpy(hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
+	       &eio, sizeof(eio));
+
+	/* the commit is accepted and stays queued: it fetches the next request */
+	res = do_commit(c, s->qid, s->ent, ih.unique);
+	if (res != ACCEPTED) {
+		char buf[48];
+
+		return fail(name, "COMMIT_AND_FETCH of the GETATTR: expected "
+			    "accepted, got %s", res_str(res, buf, sizeof(buf)));
+	}
+	return 0;
+}
+
+/* stat(2) must return our reply: 0, or -1 after FAILing the case. */
+static int check_stat_reply(const char *name, struct stat_job *j, bool *joined)
+{
+	*joined = stat_join(j, JOIN_MS) == 0;
+	if (!*joined)
+		return fail(name, "stat(2) still blocked %d ms after the reply", JOIN_MS);
+	if (j->err)
+		return fail(name, "stat(2) of the mount root failed: %s",
+			    strerror(j->err));
+	if ((unsigned long long)j->st.st_size != MARKER_SIZE)
+		return fail(name, "stat(2) returned st_size %lld, not our reply's %llu",
+			    (long long)j->st.st_size, MARKER_SIZE);
+	return 0;
+}
+
+/*
+ * The body of every case that carries a request: register every queue with
+ * qs (prepared by the case), stat(2) the root, serve the GETATTR, check
+ * stat(2) got our reply. c stays open for the case to go on.
+ * 0, or -1 after FAILing the case.
+ */
+static int round_trip(const char *name, struct conn *c, struct qmem *qs,
+		      struct served *s)
+{
+	struct stat_job *j;
+	bool joined = false;
+	unsigned int q;
+	int err = -1;
+
+	if (stat_start(name, &j))
+		return -1;
+	for (q = 0; q < nr_queues; q++)
+		if (setup_bufring_queue(name, c, (uint16_t)q, &qs[q]))
+			goto out;
+	/* every queue has entries now: the ring is ready (is_ring_ready()) */
+	stat_go(j);
+	if (serve_getattr(name, c, qs, s))
+		goto out;
+	err = check_stat_reply(name, j, &joined);
+out:
+	if (err)
+		conn_close(c);	/* a stat(2) still waiting ends with the connection */
+	stat_end(j, joined);
+	return err;
+}
+
+/* Memory for every queue: well-formed, or by a case's own function. */
+static int qs_alloc(const char *name, struct qmem *qs,
+		    int (*alloc)(const char *, struct qmem *))
+{
+	unsigned int q;
+
+	for (q = 0; q < nr_queues; q++)
+		if (alloc(name, &qs[q]))
+			return -1;
+	return 0;
+}
+
+static void qs_free(struct qmem *qs)
+{
+	unsigned int q;
+
+	for (q = 0; q < nr_queues; q++)
+		qmem_free(&qs[q]);
+	free(qs);
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+/*
+ * Positive control: a well-formed buffer ring on every queue registers
+ * (every SQE stays queued, no CQE), and a GETATTR arrives on it in the
+ * header slot of the entry whose REGISTER completed, with a buffer the
+ * kernel picked, and our reply reaches stat(2).
+ */
+static void case_control(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	if (round_trip(name, &c, qs, &s) == 0) {
+		printf("# control: GETATTR unique %llu on queue %u, entry %u (header "
+		       "slot %u), kernel-chosen buf_id %u; stat(2) got st_size %#llx\n",
+		       (unsigned long long)s.unique, s.qid, s.ent, s.ent, s.buf_id,
+		       MARKER_SIZE);
+		pass(name);
+	}
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * A flag bit other than FUSE_URING_BUFRING. Bit 63: v2's later patches
+ * define bits 1-3, this one stays unknown whatever the series grows to.
+ * Kernel: fuse_uring_register(), "if (!init_flags_valid(init_flags))
+ * return -EINVAL;".
+ */
+static void case_unknown_flag(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open(&c, name) == 0) {
+		r = reg_bufring(0, 0, &q);
+		r.flags |= 1ULL << 63;
+		expect_res(name, -EINVAL, do_register(&c, &r));
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * Queues of one connection that disagree (cross-queue cases): queue 0 is
+ * registered first and must be accepted, which shows that its set-up is
+ * valid on its own; queue 1 then differs from it in one respect only. The
+ * set-ups used are each accepted somewhere as a first REGISTER: the
+ * control's, the odd one in its own case (queue 0 here), the legacy one in
+ * cross-queue-legacy-then-bufring. So the -EINVAL is for disagreeing. All
+ * queues of a connection must agree on the flags, init.buf_size and
+ * init.queue_depth: the first queue created fixes them. Kernel:
+ * fuse_uring_create_queue(), "if (!fuse_uring_config_matches(ring, queue,
+ * init_flags)) { ... return ERR_PTR(-EINVAL);". (A kernel before that
+ * check fails these cases with "got accepted".)
+ */
+static void cross_queue(const char *name, struct qmem *q0, bool q0_bufring,
+			struct qmem *q1, bool q1_bufring)
+{
+	struct conn c;
+	struct reg r;
+
+	if (need_two_queues(name) || conn_open(&c, name))
+		return;
+	r = q0_bufring ? reg_bufring(0, 0, q0) : reg_legacy(0, q0);
+	if (setup_register(name, &c, &r) == 0) {
+		r = q1_bufring ? reg_bufring(1, 0, q1) : reg_legacy(1, q1);
+		expect_res(name, -EINVAL, do_register(&c, &r));
+	}
+	conn_close(&c);
+}
+
+/* Queue 0 with FUSE_URING_BUFRING, queue 1 without. */
+static void case_cross_bufring_then_legacy(const char *name)
+{
+	struct qmem q0, q1;
+
+	if (qmem_good(name, &q0))
+		return;
+	if (qmem_legacy(name, &q1) == 0) {
+		cross_queue(name, &q0, true, &q1, false);
+		qmem_free(&q1);
+	}
+	qmem_free(&q0);
+}
+
+/* Queue 0 without FUSE_URING_BUFRING, queue 1 with it. */
+static void case_cross_legacy_then_bufring(const char *name)
+{
+	struct qmem q0, q1;
+
+	if (qmem_legacy(name, &q0))
+		return;
+	if (qmem_good(name, &q1) == 0) {
+		cross_queue(name, &q0, false, &q1, true);
+		qmem_free(&q1);
+	}
+	qmem_free(&q0);
+}
+
+/* Queue 0 with buffers twice the size of queue 1's (the control's). */
+static void case_cross_buf_size(const char *name)
+{
+	struct qmem q0, q1;
+
+	if (qmem_alloc(name, &q0, DEPTH, 2 * max_payload,
+		       NBUFS * 2 * (size_t)max_payload))
+		return;
+	if (qmem_good(name, &q1) == 0) {
+		cross_queue(name, &q0, true, &q1, true);
+		qmem_free(&q1);
+	}
+	qmem_free(&q0);
+}
+
+/* Queue 0 twice as deep as queue 1 (the control's depth). */
+static void case_cross_queue_depth(const char *name)
+{
+	struct qmem q0, q1;
+
+	if (qmem_alloc(name, &q0, 2 * DEPTH, max_payload,
+		       NBUFS * (size_t)max_payload))
+		return;
+	if (qmem_good(name, &q1) == 0) {
+		cross_queue(name, &q0, true, &q1, true);
+		qmem_free(&q1);
+	}
+	qmem_free(&q0);
+}
+
+/*
+ * One queue registered one way, then the other. The queue's first REGISTER
+ * decides. Kernel: fuse_uring_register(), "else if
+ * (!queue_init_flags_consistent(queue, init_flags)) return -EINVAL;".
+ */
+static void same_queue(const char *name, bool first_bufring)
+{
+	struct qmem good, legacy;
+	struct conn c;
+	struct reg first, second;
+
+	if (qmem_good(name, &good))
+		return;
+	if (qmem_legacy(name, &legacy) == 0) {
+		first = first_bufring ? reg_bufring(0, 0, &good) : reg_legacy(0, &legacy);
+		second = first_bufring ? reg_legacy(0, &legacy) : reg_bufring(0, 1, &good);
+		if (conn_open(&c, name) == 0) {
+			if (setup_register(name, &c, &first) == 0)
+				expect_res(name, -EINVAL, do_register(&c, &second));
+			conn_close(&c);
+		}
+		qmem_free(&legacy);
+	}
+	qmem_free(&good);
+}
+
+static void case_same_bufring_then_legacy(const char *name)
+{
+	same_queue(name, true);
+}
+
+static void case_same_legacy_then_bufring(const char *name)
+{
+	same_queue(name, false);
+}
+
+/*
+ * A queue's first REGISTER with one thing wrong, given as a change to the
+ * well-formed REGISTER of queue 0 entry 0 and its memory.
+ */
+static void first_register(const char *name, int want,
+			   void (*bend)(struct reg *r, struct qmem *q))
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_good(name, &q))
+		return;
+	r = reg_bufring(0, 0, &q);
+	bend(&r, &q);
+	if (conn_open(&c, name) == 0) {
+		expect_res(name, want, do_register(&c, &r));
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * init.queue_depth 0. Kernel: fuse_uring_bufring_setup(),
+ * "if (!queue_depth || !buf_size) return -EINVAL;".
+ */
+static void bend_depth_zero(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->depth = 0;
+}
+
+static void case_depth_zero(const char *name)
+{
+	first_register(name, -EINVAL, bend_depth_zero);
+}
+
+/* init.buf_size 0. Kernel: the same line as queue_depth 0. */
+static void bend_buf_size_zero(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->buf_size = 0;
+}
+
+static void case_buf_size_zero(const char *name)
+{
+	first_register(name, -EINVAL, bend_buf_size_zero);
+}
+
+/*
+ * init.queue_depth one more than the headers region (iov[0]) has slots
+ * for. Kernel: fuse_uring_bufring_setup(), "if (headers_size < queue_depth
+ * * sizeof(struct fuse_uring_req_header)) return -EINVAL;".
+ */
+static void bend_depth_beyond_headers(struct reg *r, struct qmem *q)
+{
+	r->depth = (uint16_t)(q->iov[0].iov_len / HDR_SZ + 1);
+}
+
+static void case_depth_beyond_headers(const char *name)
+{
+	first_register(name, -EINVAL, bend_depth_beyond_headers);
+}
+
+/*
+ * init.buf_size one byte short of the ring's max_payload_sz (the payload
+ * region still holds NBUFS such buffers). Kernel: fuse_uring_bufring_setup(),
+ * "if (buf_size < queue->ring->max_payload_sz) return -EINVAL;".
+ */
+static void bend_buf_size_short(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->buf_size = max_payload - 1;
+}
+
+static void case_buf_size_short(const char *name)
+{
+	first_register(name, -EINVAL, bend_buf_size_short);
+}
+
+/*
+ * A NULL payload region: a NULL buffer address is how the kernel marks an
+ * entry without a buffer. Kernel: fuse_uring_bufring_setup(),
+ * "if (!payload) return -EINVAL;".
+ */
+static void bend_payload_null(struct reg *r, struct qmem *q)
+{
+	(void)r;
+	q->iov[1].iov_base = NULL;
+}
+
+static void case_payload_null(const char *name)
+{
+	first_register(name, -EINVAL, bend_payload_null);
+}
+
+/*
+ * A payload region one byte short of one buffer: floor(len / buf_size) is 0
+ * buffers. Kernel: fuse_uring_bufring_setup(), "nr_bufs = payload_size /
+ * buf_size; if (!nr_bufs || nr_bufs > U16_MAX) return -EINVAL;".
+ */
+static void bend_payload_short(struct reg *r, struct qmem *q)
+{
+	q->iov[1].iov_len = r->buf_size - 1;
+}
+
+static void case_payload_short(const char *name)
+{
+	first_register(name, -EINVAL, bend_payload_short);
+}
+
+/*
+ * The payload region as buffer ids see it: 65536 buffers do not fit the u16
+ * buf_id, 65535 do. The region is reserved PROT_NONE (512 MiB of address
+ * space, no memory): REGISTER only records addresses, and nothing is sent.
+ * Kernel: the nr_bufs line above, "nr_bufs > U16_MAX".
+ */
+static void payload_nbufs(const char *name, size_t nbufs, int want)
+{
+	size_t len = nbufs * max_payload;
+	void *region = map_anon(len, PROT_NONE);
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (!region) {
+		fail(name, "set-up: mmap %zu MiB PROT_NONE: %s", len >> 20,
+		     strerror(errno));
+		return;
+	}
+	if (qmem_good(name, &q) == 0) {
+		q.iov[1] = (struct iovec){ region, len };
+		r = reg_bufring(0, 0, &q);
+		if (conn_open(&c, name) == 0) {
+			expect_res(name, want, do_register(&c, &r));
+			conn_close(&c);
+		}
+		qmem_free(&q);
+	}
+	munmap(region, len);
+}
+
+static void case_payload_too_many_bufs(const char *name)
+{
+	payload_nbufs(name, 65536, -EINVAL);
+}
+
+static void case_payload_u16_max_bufs(const char *name)
+{
+	payload_nbufs(name, 65535, ACCEPTED);
+}
+
+/*
+ * An entry id (sqe->buf_index) equal to init.queue_depth, after entry 0
+ * set the queue up. Kernel: fuse_uring_create_ring_ent(),
+ * "if (ent->id >= queue->bufring->queue_depth) { ... err = -EINVAL;".
+ */
+static void case_entry_id_beyond_depth(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open(&c, name) == 0) {
+		r = reg_bufring(0, 0, &q);
+		if (setup_register(name, &c, &r) == 0) {
+			r.ent = q.depth;
+			expect_res(name, -EINVAL, do_register(&c, &r));
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * A payload region of 1.5 buffers. The kernel does not require a multiple
+ * of buf_size: fuse_uring_bufring_setup() takes "nr_bufs = payload_size /
+ * buf_size", floor(1.5) = 1 buffer, and ignores the rest. Documented
+ * behaviour, asserted as such: REGISTER is accepted on every queue, and a
+ * request gets buffer 0, the only one.
+ */
+static int alloc_one_and_a_half(const char *name, struct qmem *q)
+{
+	return qmem_alloc(name, q, DEPTH, max_payload,
+			  max_payload + (size_t)max_payload / 2);
+}
+
+static void case_payload_not_multiple(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, alloc_one_and_a_half) || conn_open(&c, name))
+		goto out;
+	if (round_trip(name, &c, qs, &s) == 0) {
+		if (s.buf_id == 0)
+			pass(name);
+		else
+			fail(name, "1.5 buffers make 1 (id 0), the kernel picked buf_id %u",
+			     s.buf_id);
+	}
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * A headers region at an odd address. The kernel has no alignment check
+ * (fuse_uring_bufring_setup() checks only the length) and copies headers
+ * with copy_to_user()/copy_from_user(), which take any address. Asserted as
+ * such: REGISTER is accepted and a request is served through the odd slot.
+ */
+static int alloc_misaligned(const char *name, struct qmem *q)
+{
+	if (qmem_good(name, q))
+		return -1;
+	q->iov[0].iov_base = (char *)q->hmap + 1;	/* qmem_alloc left a spare byte */
+	return 0;
+}
+
+static void case_headers_misaligned(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, alloc_misaligned) || conn_open(&c, name))
+		goto out;
+	if (round_trip(name, &c, qs, &s) == 0) {
+		printf("# misaligned headers at %p: GETATTR served on queue %u entry %u\n",
+		       qs[s.qid].iov[0].iov_base, s.qid, s.ent);
+		pass(name);
+	}
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * A headers region that is not mapped (munmap'ed after mmap). REGISTER
+ * cannot tell: import_iovec() checks only that the range is user space.
+ * The copy of the request's headers fails instead: copy_header_to_ring()
+ * returns -EFAULT, fuse_uring_prepare_send() ends the request with it, and
+ * fuse_uring_send_in_task() puts the entry back as available without a CQE.
+ * Asserted as such: REGISTER accepted, stat(2) fails with EFAULT, the
+ * server sees no CQE, and the kernel does not oops (the guest script checks
+ * the log).
+ */
+static void case_headers_unmapped(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct stat_job *j = NULL;
+	bool joined = false;
+	unsigned int q;
+	struct conn c;
+	uint64_t ud;
+	int res;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	if (stat_start(name, &j))	/* its stack mapped before the holes */
+		goto close;
+	for (q = 0; q < nr_queues; q++) {
+		munmap(qs[q].hmap, qs[q].hmap_len);
+		qs[q].hmap = NULL;
+		if (setup_bufring_queue(name, &c, (uint16_t)q, &qs[q]))
+			goto close;
+	}
+	stat_go(j);
+	joined = stat_join(j, REQUEST_MS) == 0;
+	if (!joined)
+		fail(name, "stat(2) still blocked after %d ms", REQUEST_MS);
+	else if (j->err != EFAULT)
+		fail(name, "expected stat(2) to fail with EFAULT, got %s",
+		     j->err ? strerror(j->err) : "success");
+	else if (wait_cqe_ms(&c, ACCEPT_MS, &ud, &res) == 0)
+		fail(name, "stat(2) got EFAULT, but the ring has a CQE: kind %u "
+		     "q=%u ent=%u res %d", UD_KIND(ud), UD_QID(ud), UD_ENT(ud), res);
+	else
+		pass(name);
+close:
+	conn_close(&c);
+	stat_end(j, joined);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * A COMMIT_AND_FETCH whose commit_id names no request in flight (none was
+ * ever sent). Kernel: fuse_uring_commit_fetch(), "req =
+ * fuse_request_find(fpq, commit_id); err = -ENOENT; if (!req) { ...
+ * return err;".
+ */
+static void case_commit_unknown(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	unsigned int q;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	for (q = 0; q < nr_queues; q++)
+		if (setup_bufring_queue(name, &c, (uint16_t)q, &qs[q]))
+			goto close;
+	expect_res(name, -ENOENT, do_commit(&c, 0, 0, 4242));
+close:
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * A COMMIT_AND_FETCH repeating the commit_id of a request already
+ * answered: the request has ended and left the processing list. Kernel:
+ * the same fuse_request_find() line, -ENOENT.
+ */
+static void case_commit_stale(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	if (round_trip(name, &c, qs, &s) == 0)
+		expect_res(name, -ENOENT, do_commit(&c, s.qid, s.ent, s.unique));
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(const char *name);
+} cases[] = {
+	{ "control-bufring-every-queue-getattr", case_control },
+	{ "unknown-init-flag", case_unknown_flag },
+	{ "cross-queue-bufring-then-legacy", case_cross_bufring_then_legacy },
+	{ "cross-queue-legacy-then-bufring", case_cross_legacy_then_bufring },
+	{ "cross-queue-buf-size-differs", case_cross_buf_size },
+	{ "cross-queue-queue-depth-differs", case_cross_queue_depth },
+	{ "same-queue-bufring-then-legacy", case_same_bufring_then_legacy },
+	{ "same-queue-legacy-then-bufring", case_same_legacy_then_bufring },
+	{ "queue-depth-zero", case_depth_zero },
+	{ "buf-size-zero", case_buf_size_zero },
+	{ "queue-depth-beyond-headers-region", case_depth_beyond_headers },
+	{ "buf-size-below-max-payload", case_buf_size_short },
+	{ "payload-region-null", case_payload_null },
+	{ "payload-region-below-one-buffer", case_payload_short },
+	{ "payload-region-65536-buffers", case_payload_too_many_bufs },
+	{ "payload-region-65535-buffers-accepted", case_payload_u16_max_bufs },
+	{ "payload-region-not-multiple-accepted-floor", case_payload_not_multiple },
+	{ "headers-misaligned-accepted-and-served", case_headers_misaligned },
+	{ "headers-unmapped-accepted-request-efault", case_headers_unmapped },
+	{ "entry-id-beyond-queue-depth", case_entry_id_beyond_depth },
+	{ "commit-unknown-commit-id", case_commit_unknown },
+	{ "commit-stale-commit-id", case_commit_stale },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+/* ---- set-up of the whole run -------------------------------------------- */
+
+/* The number of possible CPUs, from a list like "0-1" or "0,2-3". */
+static unsigned int count_possible_cpus(void)
+{
+	unsigned int n = 0, lo, hi;
+	FILE *f = fopen(CPUS_POSSIBLE, "r");
+	int c;
+
+	if (!f)
+		return 0;
+	while (fscanf(f, "%u", &lo) == 1) {
+		hi = lo;
+		c = fgetc(f);
+		if (c == '-') {
+			if (fscanf(f, "%u", &hi) != 1)
+				break;
+			c = fgetc(f);
+		}
+		n += hi - lo + 1;
+		if (c != ',')
+			break;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Write enable_uring; returns the old value ('Y'/'N'), or 0 on failure. */
+static char set_enable_uring(char value)
+{
+	char old = 0;
+	FILE *f = fopen(ENABLE_URING, "r+");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, " %c", &old) != 1)
+		old = 0;
+	rewind(f);
+	if (fprintf(f, "%c\n", value) < 0 || fclose(f) != 0)
+		return 0;
+	return old;
+}
+
+static bool selected(int argc, char **argv, int first, const char *name)
+{
+	int i;
+
+	if (first >= argc)
+		return true;
+	for (i = first; i < argc; i++)
+		if (!strcmp(argv[i], name))
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	char old_enable;
+	int first = 1;
+	size_t i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && !strcmp(argv[1], "--list")) {
+		for (i = 0; i < NCASES; i++)
+			printf("%s\n", cases[i].name);
+		return 0;
+	}
+	if (argc > 2 && !strcmp(argv[1], "--mnt")) {
+		mnt = argv[2];
+		first = 3;
+	}
+
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	/* fuse_uring_create(): max(FUSE_MIN_READ_BUFFER, max_write, max_pages pages) */
+	max_payload = (uint32_t)(INIT_MAX_PAGES * page_size);
+	if (max_payload < 8192)
+		max_payload = 8192;
+	nr_queues = count_possible_cpus();
+	mkdir(mnt, 0755);
+
+	/* The kernel offers FUSE_OVER_IO_URING in FUSE_INIT only when enabled. */
+	old_enable = set_enable_uring('1');
+	printf("# %u FUSE queues (possible CPUs), max_payload_sz %u, mount point %s\n",
+	       nr_queues, max_payload, mnt);
+	for (i = 0; i < NCASES; i++) {
+		if (!selected(argc, argv, first, cases[i].name))
+			continue;
+		if (!old_enable)
+			fail(cases[i].name, "set-up: cannot write %s", ENABLE_URING);
+		else if (!nr_queues)
+			fail(cases[i].name, "set-up: cannot read %s", CPUS_POSSIBLE);
+		else
+			cases[i].run(cases[i].name);
+	}
+	if (old_enable)
+		set_enable_uring(old_enable == 'Y' ? '1' : '0');
+	printf("# %d failed\n", failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Description: every mistake a server can make when it registers a buffer
+# ring (and a stale or unknown COMMIT_AND_FETCH) gets its exact errno from the
+# kernel; a positive control shows that the well-formed set-up the other cases
+# break carries a request. build/tests/bufring-register-errors speaks the
+# protocol itself (no server) and prints "PASS name" / "FAIL name: why" per
+# case; each becomes one check here. The kernel must log no warning meanwhile.
+. "$LAB_TOP/tests/lib.sh"
+cd "$LAB_TOP" || exit 1
+
+PROG=$LAB_TOP/build/tests/bufring-register-errors
+W=/tmp/bufring-register-errors		# tmpfs in the guest
+OUT=$W/output.txt
+LABEL="bufring REGISTER errors"
+# What a kernel says when something is wrong with it (as tests/guest/run).
+SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task'
+
+if [ ! -x "$PROG" ]; then
+	fail "$LABEL: program is built" "$PROG missing: run 'make tests'"
+	exit 1
+fi
+
+# A mount the program left behind (if it died) must not outlive the test.
+cleanup() {
+	umount -l "$W/mnt" 2>/dev/null
+	rm -rf "$W"
+}
+trap cleanup EXIT
+rm -rf "$W"
+mkdir -p "$W/mnt"
+
+marker="bufring-register-errors-start $(date +%s%N)"
+echo "$marker" >/dev/kmsg
+
+# The program bounds every wait itself (no case can hang); timeout is the
+# last resort should a syscall never return.
+start=$(date +%s)
+timeout 120 "$PROG" --mnt "$W/mnt" >"$OUT" 2>&1
+status=$?
+echo "# bufring-register-errors exited $status after $(($(date +%s) - start)) s"
+grep '^#' "$OUT"
+[ -n "${LAB_RUN:-}" ] && cp "$OUT" "$LAB_RUN/bufring-register-errors.txt"
+
+# One check per case the program knows, so a case that never printed (a
+# crash, a timeout) is a failure too, not a missing line.
+for name in $("$PROG" --list); do
+	line=$(grep -E "^(PASS|FAIL) $name(: |\$)" "$OUT" | head -n 1)
+	case "$line" in
+	"PASS $name") pass "$LABEL: $name" ;;
+	"FAIL $name: "*) fail "$LABEL: $name" "${line#"FAIL $name: "}" ;;
+	*) fail "$LABEL: $name" "no result line (exit status $status: $(grep -v '^#' "$OUT" | tail -n 1))" ;;
+	esac
+done
+fails=$(grep -c '^FAIL ' "$OUT")
+check_eq "$LABEL: exit status is 1 exactly when a case failed" \
+	"$([ "$fails" -gt 0 ] && echo 1 || echo 0)" "$status"
+check_eq "$LABEL: no mount left behind" "" \
+	"$(awk -v m="$W/mnt" '$2 == m' /proc/mounts)"
+
+splat=$(dmesg | sed -n "\\|$marker|,\$p" | grep -E "$SPLATS" | head -n 3)
+if [ -n "$splat" ]; then
+	fail "$LABEL: the kernel logged no warning" "$(echo "$splat" | tr '\n' ' ')"
+else
+	pass "$LABEL: the kernel logged no warning"
+fi
+exit 0
