@@ -23,11 +23,12 @@
 
 /*
  * How ring entries hand buffers to the kernel. Stock 7.2 knows only iovec
- * mode; later issues add the others to this same enum and option.
+ * mode; the buffer-ring patch (kernel-patches/0004) adds bufring; later
+ * issues add the others to this same enum and option.
  */
 enum srv_mode {
 	SRV_MODE_IOVEC,		/* REGISTER passes iov[0] header, iov[1] payload */
-	SRV_MODE_BUFRING,	/* not yet: needs the buffer-ring kernel patches */
+	SRV_MODE_BUFRING,	/* one headers and one payload region per queue */
 	SRV_MODE_PINNED_HEADERS,
 	SRV_MODE_PINNED_BUFFERS,
 	SRV_MODE_ZERO_COPY,
@@ -37,7 +38,8 @@ struct srv_opts {
 	const char *backing_dir;
 	const char *mountpoint;
 	unsigned int queue_depth;	/* ring entries per queue */
-	size_t payload_size;		/* bytes of iov[1] per entry = max_write */
+	size_t payload_size;		/* bytes of one payload buffer = max_write */
+	unsigned int nbufs;		/* bufring: payload buffers per queue */
 	enum srv_mode mode;
 	bool foreground;
 	bool trace;
@@ -49,10 +51,14 @@ struct srv_opts {
 #define SRV_DEFAULT_PAYLOAD_SIZE (1024 * 1024)	/* = 256 pages, fuse's default max_pages_limit */
 #define SRV_MIN_PAYLOAD_SIZE FUSE_MIN_READ_BUFFER
 #define SRV_MAX_PAYLOAD_SIZE (16 * 1024 * 1024)
+#define SRV_MAX_NBUFS 65535	/* buf_id is a u16 */
 
 int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen);
 const char *mode_name(enum srv_mode m);
+bool mode_uses_bufring(enum srv_mode m);
+unsigned int opts_payload_bufs(const struct srv_opts *o);
+size_t opts_queue_payload_bytes(const struct srv_opts *o);
 void print_usage(FILE *f);
 
 /* ---- one request, as every handler sees it (proto.c) ------------------- */
@@ -89,6 +95,8 @@ const char *fuse_opcode_name(uint32_t opcode);
 int parse_dev_request(void *buf, size_t n, struct srv_req *r);
 int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
 		       size_t payload_cap, struct srv_req *r);
+bool fuse_op_has_out_args(uint32_t opcode);
+bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr);
 void build_ring_reply(struct fuse_uring_req_header *hdr, uint64_t unique,
 		      int error, size_t out_len);
 void build_dev_reply(struct fuse_out_header *oh, uint64_t unique, int error,
@@ -110,7 +118,12 @@ int srv_dispatch(struct srv_req *r, const struct srv_op **op);
 
 /* ---- queues and ring entries (ring.c) ---------------------------------- */
 
-/* One ring entry: a header slot and a payload buffer the kernel copies to. */
+/*
+ * One ring entry: a header slot and a payload buffer the kernel copies to.
+ * In iovec mode the buffer is the entry's own; in bufring mode the kernel
+ * lends one of the queue's buffers per request (or none), so it is found
+ * anew in every request's ent_in_out.buf_id.
+ */
 enum srv_ent_state {
 	/* Allocated, not yet handed to the kernel */
 	ENT_IDLE,
@@ -129,9 +142,12 @@ struct srv_ent {
 	unsigned int id;			/* index in queue->ents */
 	enum srv_ent_state state;
 	uint32_t last_cmd;			/* FUSE_IO_URING_CMD_*, for messages */
-	struct fuse_uring_req_header *header;	/* iov[0] */
-	void *payload;				/* iov[1] */
-	/* REGISTER hands the kernel this array's address; it must stay put */
+	struct fuse_uring_req_header *header;	/* its slot: headers_mem + id */
+	void *payload;				/* iovec mode: its own buffer */
+	/*
+	 * REGISTER hands the kernel this array's address; it must stay put.
+	 * iovec: this entry's header and payload; bufring: the queue's regions.
+	 */
 	struct iovec iov[2];
 };
 
@@ -148,6 +164,7 @@ struct srv_queue {
 	struct srv_ent *ents;
 	unsigned int live_ents;		/* entries not ENT_DEAD */
 	void *headers_mem, *payload_mem;
+	size_t headers_size, payload_mem_size;	/* what the kernel may use */
 	pthread_t thread;
 	bool thread_started;
 };
@@ -175,6 +192,7 @@ struct srv_session {
 	int setup_err;			/* first error, -errno */
 	const char *setup_err_what;	/* which call gave it */
 	bool go, abort_start;
+	bool failed;			/* a queue stopped the server on an error */
 };
 
 /* session.c; session_loop() returns one of these, or -errno */

@@ -122,6 +122,12 @@ int main(int argc, char **argv)
 	if (!err)
 		err = ring_register_all(&s);
 	if (!err) {
+		/* what each queue holds for the kernel: lab 02 compares modes */
+		fprintf(stderr, SRV_NAME ": memory per queue: payload %zu B "
+			"(%u x %zu B), headers %zu B, mode %s\n",
+			opts_queue_payload_bytes(&o), opts_payload_bufs(&o),
+			o.payload_size, o.queue_depth *
+			sizeof(struct fuse_uring_req_header), mode_name(o.mode));
 		fprintf(stderr, SRV_NAME ": %s on %s: %u queues x %u entries, "
 			"payload %zu B, mode %s\n", o.backing_dir, o.mountpoint,
 			s.nr_queues, o.queue_depth, o.payload_size,
@@ -138,5 +144,6 @@ int main(int argc, char **argv)
 	session_teardown(&s);
 	ops_destroy();
 	/* doc: steps-end */
-	return err || stop < 0 ? 1 : 0;
+	/* s.failed: a queue met a broken protocol and stopped us */
+	return err || stop < 0 || s.failed ? 1 : 0;
 }

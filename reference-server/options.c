@@ -18,7 +18,7 @@ static const struct {
 	bool implemented;
 } modes[] = {
 	{ "iovec", SRV_MODE_IOVEC, true },
-	{ "bufring", SRV_MODE_BUFRING, false },
+	{ "bufring", SRV_MODE_BUFRING, true },
 	{ "pinned-headers", SRV_MODE_PINNED_HEADERS, false },
 	{ "pinned-buffers", SRV_MODE_PINNED_BUFFERS, false },
 	{ "zero-copy", SRV_MODE_ZERO_COPY, false },
@@ -33,6 +33,27 @@ const char *mode_name(enum srv_mode m)
 	return "?";
 }
 
+/*
+ * Every mode after iovec builds on buffer rings: the v2 series adds pinned
+ * headers, pinned buffers and zero-copy as flags next to FUSE_URING_BUFRING.
+ */
+bool mode_uses_bufring(enum srv_mode m)
+{
+	return m != SRV_MODE_IOVEC;
+}
+
+/* Payload buffers per queue: one per entry in iovec mode, else --nbufs. */
+unsigned int opts_payload_bufs(const struct srv_opts *o)
+{
+	return mode_uses_bufring(o->mode) ? o->nbufs : o->queue_depth;
+}
+
+/* The payload memory one queue allocates: what lab 02 compares per mode. */
+size_t opts_queue_payload_bytes(const struct srv_opts *o)
+{
+	return (size_t)opts_payload_bufs(o) * o->payload_size;
+}
+
 void print_usage(FILE *f)
 {
 	fprintf(f,
@@ -42,10 +63,18 @@ void print_usage(FILE *f)
 "\n"
 "  --queue-depth=N     ring entries per queue (one queue per possible CPU),\n"
 "                      1..%d, default %d\n"
-"  --payload-size=SIZE payload buffer per entry, also max_write; a multiple\n"
-"                      of the page size, %d..%d, K/M suffixes, default 1M\n"
-"  --mode=MODE         how entries hand buffers to the kernel: iovec\n"
-"                      (the only mode of stock Linux 7.2)\n"
+"  --payload-size=SIZE one payload buffer, also max_write; a multiple of\n"
+"                      the page size, %d..%d, K/M suffixes, default 1M\n"
+"  --mode=MODE         how entries hand buffers to the kernel:\n"
+"                      iovec    each entry registers its own header and\n"
+"                               payload buffer (stock Linux 7.2)\n"
+"                      bufring  each queue registers one headers region and\n"
+"                               one payload region of --nbufs buffers; the\n"
+"                               kernel lends a buffer per request that has\n"
+"                               payload (needs the buffer-ring patch)\n"
+"  --nbufs=N           bufring: payload buffers per queue, 1..%d, default\n"
+"                      the queue depth; fewer than entries is the point:\n"
+"                      requests with payload then wait for a free buffer\n"
 "  --foreground        stay in the foreground (default: daemon once mounted)\n"
 "  --trace             one line per request on stderr\n"
 "  --help              this text\n"
@@ -53,7 +82,7 @@ void print_usage(FILE *f)
 "Needs: root, /dev/fuse, /proc, and FUSE io_uring enabled:\n"
 "  echo 1 > /sys/module/fuse/parameters/enable_uring\n",
 		SRV_MAX_QUEUE_DEPTH, SRV_DEFAULT_QUEUE_DEPTH,
-		SRV_MIN_PAYLOAD_SIZE, SRV_MAX_PAYLOAD_SIZE);
+		SRV_MIN_PAYLOAD_SIZE, SRV_MAX_PAYLOAD_SIZE, SRV_MAX_NBUFS);
 }
 
 /* A decimal number with an optional K or M suffix; -EINVAL otherwise. */
@@ -77,6 +106,8 @@ static int parse_size(const char *s, unsigned long long *v)
 	return *end ? -EINVAL : 0;
 }
 
+#define SUPPORTED_MODES "iovec, bufring"
+
 static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < NR_MODES; i++) {
@@ -85,13 +116,14 @@ static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 		if (!modes[i].implemented) {
 			snprintf(err, errlen,
 				 "--mode=%s is not implemented by this server yet "
-				 "(supported: iovec)", s);
+				 "(supported: " SUPPORTED_MODES ")", s);
 			return -EINVAL;
 		}
 		*m = modes[i].mode;
 		return 0;
 	}
-	snprintf(err, errlen, "unknown --mode '%s' (supported: iovec)", s);
+	snprintf(err, errlen, "unknown --mode '%s' (supported: " SUPPORTED_MODES
+		 ")", s);
 	return -EINVAL;
 }
 
@@ -102,12 +134,13 @@ static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen)
 {
-	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_FG, OPT_TRACE,
-	       OPT_HELP };
+	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_NBUFS, OPT_FG,
+	       OPT_TRACE, OPT_HELP };
 	static const struct option longopts[] = {
 		{ "queue-depth", required_argument, NULL, OPT_DEPTH },
 		{ "payload-size", required_argument, NULL, OPT_PAYLOAD },
 		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "nbufs", required_argument, NULL, OPT_NBUFS },
 		{ "foreground", no_argument, NULL, OPT_FG },
 		{ "trace", no_argument, NULL, OPT_TRACE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -153,6 +186,16 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			if (parse_mode(optarg, &o->mode, err, errlen))
 				return -EINVAL;
 			break;
+		case OPT_NBUFS:
+			if (parse_size(optarg, &v) || v < 1 ||
+			    v > SRV_MAX_NBUFS) {
+				snprintf(err, errlen,
+					 "--nbufs must be 1..%d, got '%s'",
+					 SRV_MAX_NBUFS, optarg);
+				return -EINVAL;
+			}
+			o->nbufs = (unsigned int)v;
+			break;
 		case OPT_FG:
 			o->foreground = true;
 			break;
@@ -173,6 +216,15 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			return -EINVAL;
 		}
 	}
+	/* after the loop: --nbufs and --mode may come in either order */
+	if (o->nbufs && !mode_uses_bufring(o->mode)) {
+		snprintf(err, errlen, "--nbufs needs --mode=bufring (in %s mode "
+			 "every entry has its own payload buffer)",
+			 mode_name(o->mode));
+		return -EINVAL;
+	}
+	if (!o->nbufs && mode_uses_bufring(o->mode))
+		o->nbufs = o->queue_depth;	/* as many buffers as entries */
 	if (argc - optind != 2) {
 		snprintf(err, errlen,
 			 "expected BACKING_DIR MOUNTPOINT, got %d argument%s",

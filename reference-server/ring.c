@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -96,6 +97,11 @@ static void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
 		sqe->addr = (uint64_t)(uintptr_t)ent->iov;
 		sqe->len = 2;
 	}
+	/*
+	 * COMMIT_AND_FETCH is the same in every mode: the kernel reads qid and
+	 * commit_id only, finds the entry by the request it answers, and knows
+	 * its header slot and buffer itself; flags and buf_index stay 0.
+	 */
 	req->qid = (uint16_t)q->qid;
 	req->commit_id = commit_id;	/* ignored by REGISTER */
 	io_uring_sqe_set_data(sqe, ent);
@@ -103,6 +109,39 @@ static void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
 	ent->state = ENT_IN_KERNEL;
 }
 /* doc: sqe-end */
+
+/* doc: bufring-register-begin */
+/*
+ * Bufring mode adds three things to every REGISTER (kernel-patches/0004):
+ *
+ * - cmd_req.flags = FUSE_URING_BUFRING. The first REGISTER of a queue
+ *   decides whether it uses a buffer ring, and the kernel refuses later
+ *   ones that differ (-EINVAL), so every entry sends the flag.
+ * - cmd_req.init: how to cut the regions that iov[] names (queue_setup()):
+ *   iov[0] into queue_depth header slots, iov[1] into buffers of buf_size
+ *   bytes, so nbufs = iov[1]'s length / buf_size. buf_size must hold the
+ *   largest payload (max_write, which FUSE_INIT set to it). The queue's
+ *   first REGISTER builds the buffer ring from these; the others repeat
+ *   them, and every queue of the connection must give the same.
+ * - sqe->buf_index = the entry's id, which is its header slot: the kernel
+ *   writes this entry's requests to headers + id. Ids must be below
+ *   queue_depth (the kernel checks) and distinct (it does not: two entries
+ *   with one id would share a slot).
+ *
+ * Stock 7.2 ignores flags, init and buf_index and would take this for an
+ * iovec REGISTER of the whole regions: handle_request() notices.
+ */
+static void prep_register_bufring(struct io_uring_sqe *sqe, struct srv_ent *ent)
+{
+	const struct srv_opts *o = ent->queue->s->opts;
+	struct fuse_uring_cmd_req *req = (void *)sqe->cmd;
+
+	req->flags = FUSE_URING_BUFRING;
+	req->init.buf_size = (uint32_t)o->payload_size;
+	req->init.queue_depth = (uint16_t)o->queue_depth;
+	sqe->buf_index = (uint16_t)ent->id;
+}
+/* doc: bufring-register-end */
 
 static const char *cmd_name(uint32_t cmd_op)
 {
@@ -160,20 +199,28 @@ static void queue_pin(struct srv_queue *q)
 static int queue_setup(struct srv_queue *q, const char **what)
 {
 	struct srv_session *s = q->s;
-	size_t depth = s->opts->queue_depth, psize = s->opts->payload_size;
-	size_t hsize = depth * sizeof(struct fuse_uring_req_header);
-	size_t page = (size_t)s->page_size;
+	const struct srv_opts *o = s->opts;
+	size_t depth = o->queue_depth, psize = o->payload_size;
+	size_t page = (size_t)s->page_size, halloc;
+	bool bufring = mode_uses_bufring(o->mode);
 	int err;
 
+	/*
+	 * One header slot per entry and payload buffers, each kind in one
+	 * region per queue: depth buffers in iovec mode (one per entry),
+	 * --nbufs in bufring mode (lent per request).
+	 */
 	*what = "allocate queue memory";
-	hsize = (hsize + page - 1) / page * page;
-	q->headers_mem = aligned_alloc(page, hsize);
-	q->payload_mem = aligned_alloc(page, depth * psize);
+	q->headers_size = depth * sizeof(struct fuse_uring_req_header);
+	q->payload_mem_size = opts_queue_payload_bytes(o);
+	halloc = (q->headers_size + page - 1) / page * page;
+	q->headers_mem = aligned_alloc(page, halloc);
+	q->payload_mem = aligned_alloc(page, q->payload_mem_size);
 	q->ents = calloc(depth, sizeof(*q->ents));
 	if (!q->headers_mem || !q->payload_mem || !q->ents)
 		return -ENOMEM;
-	memset(q->headers_mem, 0, hsize);
-	memset(q->payload_mem, 0, depth * psize);
+	memset(q->headers_mem, 0, halloc);
+	memset(q->payload_mem, 0, q->payload_mem_size);
 
 	for (unsigned int i = 0; i < depth; i++) {
 		struct srv_ent *ent = &q->ents[i];
@@ -182,9 +229,19 @@ static int queue_setup(struct srv_queue *q, const char **what)
 		ent->id = i;
 		ent->state = ENT_IDLE;
 		ent->header = (struct fuse_uring_req_header *)q->headers_mem + i;
-		ent->payload = (char *)q->payload_mem + i * psize;
-		ent->iov[0] = (struct iovec){ ent->header, sizeof(*ent->header) };
-		ent->iov[1] = (struct iovec){ ent->payload, psize };
+		if (bufring) {
+			/* iov[] names the queue's regions; see bufring-register */
+			ent->payload = NULL;
+			ent->iov[0] = (struct iovec){ q->headers_mem,
+						      q->headers_size };
+			ent->iov[1] = (struct iovec){ q->payload_mem,
+						      q->payload_mem_size };
+		} else {
+			ent->payload = (char *)q->payload_mem + i * psize;
+			ent->iov[0] = (struct iovec){ ent->header,
+						      sizeof(*ent->header) };
+			ent->iov[1] = (struct iovec){ ent->payload, psize };
+		}
 	}
 
 	/* one SQE per entry plus the stop poll: the SQ can never overflow */
@@ -261,12 +318,86 @@ static void ent_dead(struct srv_ent *ent, int res)
 			strerror(-res));
 }
 
+/*
+ * Stop the whole server from a queue thread: main's signalfd takes the
+ * SIGTERM, unmounts and tears down; s->failed makes it exit 1.
+ */
+static void queue_fail(struct srv_ent *ent, const char *why)
+{
+	struct srv_queue *q = ent->queue;
+
+	fprintf(stderr, SRV_NAME ": queue %u entry %u: %s; stopping\n",
+		q->qid, ent->id, why);
+	ent->state = ENT_DEAD;	/* never committed: its request dies with us */
+	q->live_ents--;
+	pthread_mutex_lock(&q->s->lock);
+	q->s->failed = true;
+	pthread_mutex_unlock(&q->s->lock);
+	kill(getpid(), SIGTERM);
+}
+
+/* doc: bufring-request-begin */
+/*
+ * Where this request's payload is. iovec mode: the entry's own buffer.
+ * Bufring mode: the buffer the kernel lent for this request, whose index
+ * in the queue's payload region is ent_in_out.buf_id; or none (NULL) for
+ * a request without payload, whose buf_id means nothing (see
+ * bufring_req_has_buf() in proto.c). The header slot needs no lookup:
+ * it is the entry's own, headers + id, in both modes.
+ *
+ * A lent buffer is ours until we commit the reply, which the kernel reads
+ * from it; then the kernel keeps it for this entry's next request if that
+ * has payload too, or takes it back for any entry. *buf is the id for
+ * --trace, -1 for none; -EPROTO if buf_id lies outside the region.
+ */
+static int ent_payload(struct srv_ent *ent, void **payload, int *buf)
+{
+	const struct srv_queue *q = ent->queue;
+	const struct srv_opts *o = q->s->opts;
+	unsigned int id = ent->header->ring_ent_in_out.buf_id;
+
+	*buf = -1;
+	*payload = NULL;
+	if (!mode_uses_bufring(o->mode)) {
+		*payload = ent->payload;
+		return 0;
+	}
+	if (!bufring_req_has_buf(ent->header))
+		return 0;
+	if (id >= o->nbufs)
+		return -EPROTO;
+	*buf = (int)id;
+	*payload = (char *)q->payload_mem + (size_t)id * o->payload_size;
+	return 0;
+}
+/* doc: bufring-request-end */
+
+static void trace_ring(const struct srv_ent *ent, uint32_t opcode,
+		       uint64_t unique, uint64_t commit_id,
+		       const struct srv_req *r, int buf, int err)
+{
+	const struct srv_queue *q = ent->queue;
+	char bufstr[16] = "";
+
+	/* bufring: which buffer the request had, "-" for none */
+	if (mode_uses_bufring(q->s->opts->mode) && buf >= 0)
+		snprintf(bufstr, sizeof(bufstr), " buf=%d", buf);
+	else if (mode_uses_bufring(q->s->opts->mode))
+		snprintf(bufstr, sizeof(bufstr), " buf=-");
+	fprintf(stderr, "trace ring q=%u ent=%u op=%s unique=%llu "
+		"commit_id=%llu arg=%zu in=%u out=%zu error=%d%s\n",
+		q->qid, ent->id, fuse_opcode_name(opcode),
+		(unsigned long long)unique, (unsigned long long)commit_id,
+		r->arg_len, ent->header->ring_ent_in_out.payload_sz,
+		err ? 0 : r->out_len, err, bufstr);
+}
+
 /* doc: loop-begin */
 /*
  * A CQE with res 0 means the kernel put a request in this entry: the
  * header slot holds fuse_in_header, op header and ent_in_out, the payload
- * the rest. Handle it, write the reply into the same buffers, and queue
- * COMMIT_AND_FETCH naming it by commit_id.
+ * buffer the rest. Handle it, write the reply into the same buffers, and
+ * queue COMMIT_AND_FETCH naming it by commit_id.
  */
 static void handle_request(struct srv_ent *ent)
 {
@@ -280,19 +411,39 @@ static void handle_request(struct srv_ent *ent)
 	const struct srv_op *op = NULL;
 	struct io_uring_sqe *sqe;
 	struct srv_req r = { 0 };
-	int err;
+	void *payload;
+	int buf, err;
 
 	ent->state = ENT_IN_SERVER;
-	err = parse_ring_request(h, ent->payload, q->s->opts->payload_size, &r);
+	/*
+	 * The kernel never sends unique 0 over the ring: an empty slot means
+	 * it wrote the request elsewhere. In bufring mode that is a kernel
+	 * without the buffer-ring patch: stock 7.2 ignores the flag, takes
+	 * each REGISTER for an iovec one of the whole regions, and writes
+	 * every entry's requests to slot 0 and buffer 0.
+	 */
+	if (unique == 0) {
+		queue_fail(ent, mode_uses_bufring(q->s->opts->mode) ?
+			   "its header slot is empty: the kernel ignored "
+			   "FUSE_URING_BUFRING (no buffer-ring patch?)" :
+			   "its header slot is empty");
+		return;
+	}
+	err = ent_payload(ent, &payload, &buf);
+	if (err) {
+		fprintf(stderr, SRV_NAME ": queue %u entry %u: the kernel "
+			"lent buffer %u of %u\n", q->qid, ent->id,
+			h->ring_ent_in_out.buf_id, q->s->opts->nbufs);
+		err = -EIO;
+	}
+	if (!err)
+		err = parse_ring_request(h, payload,
+					 payload ? q->s->opts->payload_size : 0,
+					 &r);
 	if (!err)
 		err = srv_dispatch(&r, &op);
 	if (q->s->opts->trace)
-		fprintf(stderr, "trace ring q=%u ent=%u op=%s unique=%llu "
-			"commit_id=%llu arg=%zu in=%u out=%zu error=%d\n",
-			q->qid, ent->id, fuse_opcode_name(opcode),
-			(unsigned long long)unique,
-			(unsigned long long)commit_id, r.arg_len,
-			h->ring_ent_in_out.payload_sz, err ? 0 : r.out_len, err);
+		trace_ring(ent, opcode, unique, commit_id, &r, buf, err);
 	build_ring_reply(h, unique, err, err ? 0 : r.out_len);
 
 	sqe = queue_sqe(q);
@@ -335,9 +486,12 @@ static int queue_register(struct srv_queue *q)
 	struct io_uring_sqe *sqe;
 	int ret;
 
-	for (unsigned int i = 0; i < q->s->opts->queue_depth; i++)
-		prep_fuse_cmd(queue_sqe(q), &q->ents[i],
-			      FUSE_IO_URING_CMD_REGISTER, 0);
+	for (unsigned int i = 0; i < q->s->opts->queue_depth; i++) {
+		sqe = queue_sqe(q);
+		prep_fuse_cmd(sqe, &q->ents[i], FUSE_IO_URING_CMD_REGISTER, 0);
+		if (mode_uses_bufring(q->s->opts->mode))
+			prep_register_bufring(sqe, &q->ents[i]);
+	}
 	q->live_ents = q->s->opts->queue_depth;
 	sqe = queue_sqe(q);
 	io_uring_prep_poll_add(sqe, q->stop_efd, POLLIN);
@@ -388,7 +542,12 @@ static void *queue_thread(void *arg)
 		goto out;
 
 	err = queue_register(q);
-	if (!err && s->opts->trace)
+	if (!err && s->opts->trace && mode_uses_bufring(s->opts->mode))
+		fprintf(stderr, "trace ring q=%u registered %u entries "
+			"(mode %s: headers=%zu B, payload=%u x %zu B)\n",
+			q->qid, s->opts->queue_depth, mode_name(s->opts->mode),
+			q->headers_size, s->opts->nbufs, s->opts->payload_size);
+	else if (!err && s->opts->trace)
 		fprintf(stderr, "trace ring q=%u registered %u entries "
 			"(header %zu B, payload %zu B)\n", q->qid,
 			s->opts->queue_depth, sizeof(struct fuse_uring_req_header),
@@ -465,6 +624,11 @@ int ring_register_all(struct srv_session *s)
 		fprintf(stderr, SRV_NAME ": the kernel refused "
 			"FUSE_IO_URING_CMD_REGISTER (EOPNOTSUPP): FUSE over "
 			"io_uring is disabled or missing\n");
+	else if (err == -EINVAL && mode_uses_bufring(s->opts->mode))
+		fprintf(stderr, SRV_NAME ": the kernel refused "
+			"FUSE_IO_URING_CMD_REGISTER with FUSE_URING_BUFRING "
+			"(EINVAL): it has no buffer rings as kernel-patches/0004 "
+			"defines them, or it refused the regions\n");
 	else if (err)
 		fprintf(stderr, SRV_NAME ": %s: %s\n", s->setup_err_what,
 			strerror(-err));

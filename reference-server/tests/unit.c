@@ -1,7 +1,8 @@
 /*
  * Description: host unit tests of the server's pure parts: opcode names,
- * request parsing, reply building, dirent packing, FUSE_INIT negotiation,
- * option parsing, CPU-list counting, and the pass-through handlers called
+ * request parsing, which requests get a buffer in bufring mode, reply
+ * building, dirent packing, FUSE_INIT negotiation, option parsing (with
+ * --mode=bufring and --nbufs), CPU-list counting, and the handlers called
  * directly on a temporary directory (no /dev/fuse, no mount).
  * Prints "ok NAME" or "not ok NAME: why" per case; exits 1 on any failure.
  * Build and run: make -C reference-server test (ASan/UBSan).
@@ -193,6 +194,98 @@ static void test_parse_ring(void)
 		   parse_ring_request(&h, payload, sizeof(payload), &r));
 }
 
+/* ---- bufring: which requests the kernel lends a payload buffer ------- */
+
+static void test_bufring_has_buf(void)
+{
+	/* every handler that replies with data must be sure of a buffer */
+	static const uint32_t data_replies[] = {
+		FUSE_LOOKUP, FUSE_GETATTR, FUSE_SETATTR, FUSE_OPEN,
+		FUSE_CREATE, FUSE_READ, FUSE_WRITE, FUSE_OPENDIR,
+		FUSE_READDIR, FUSE_MKDIR, FUSE_STATFS,
+	};
+	/* Linux 7.2 sends these with no out arguments */
+	static const uint32_t header_only[] = {
+		FUSE_FORGET, FUSE_BATCH_FORGET, FUSE_FLUSH, FUSE_FSYNC,
+		FUSE_RELEASE, FUSE_RELEASEDIR, FUSE_RMDIR, FUSE_UNLINK,
+		FUSE_RENAME, FUSE_RENAME2, FUSE_DESTROY, FUSE_INTERRUPT,
+		FUSE_ACCESS, FUSE_FSYNCDIR, FUSE_FALLOCATE, FUSE_SYNCFS,
+		FUSE_SETXATTR, FUSE_REMOVEXATTR, FUSE_SETLK, FUSE_SETLKW,
+	};
+	static struct fuse_uring_req_header h;
+	struct fuse_in_header *in = (void *)h.in_out;
+	const char *bad = NULL;
+	uint32_t opc;
+
+	for (size_t i = 0; i < sizeof(data_replies) / sizeof(data_replies[0]); i++)
+		if (!fuse_op_has_out_args(data_replies[i]))
+			bad = fuse_opcode_name(data_replies[i]);
+	result("out_args_for_every_data_reply", !bad, "%s missing", bad);
+	bad = NULL;
+	for (size_t i = 0; i < sizeof(header_only) / sizeof(header_only[0]); i++)
+		if (fuse_op_has_out_args(header_only[i]))
+			bad = fuse_opcode_name(header_only[i]);
+	result("no_out_args_for_header_only_replies", !bad, "%s listed", bad);
+	/* a handler added later must be sorted into one of the two lists */
+	bad = NULL;
+	for (opc = 0; opc < 100; opc++) {
+		const struct srv_op *op = srv_op_lookup(opc);
+		bool known = false;
+
+		if (!op || !op->handler)
+			continue;
+		for (size_t i = 0; i < sizeof(data_replies) / sizeof(data_replies[0]); i++)
+			known |= data_replies[i] == opc;
+		for (size_t i = 0; i < sizeof(header_only) / sizeof(header_only[0]); i++)
+			known |= header_only[i] == opc;
+		if (!known)
+			bad = fuse_opcode_name(opc);
+	}
+	result("every_handled_op_sorted_for_bufring", !bad,
+	       "%s: does its reply carry data?", bad);
+
+	memset(&h, 0, sizeof(h));
+	in->opcode = FUSE_GETATTR;
+	result("bufring_getattr_has_buf_for_its_reply", bufring_req_has_buf(&h),
+	       "no buffer");
+	in->opcode = FUSE_FLUSH;
+	result("bufring_flush_has_no_buf_though_buf_id_0",
+	       !bufring_req_has_buf(&h), "buffer");
+	in->opcode = FUSE_RELEASE;
+	h.ring_ent_in_out.buf_id = 3;	/* meaningless without payload */
+	result("bufring_release_has_no_buf", !bufring_req_has_buf(&h), "buffer");
+	in->opcode = FUSE_UNLINK;
+	h.ring_ent_in_out.payload_sz = 5;	/* the name */
+	result("bufring_unlink_name_comes_in_a_buf", bufring_req_has_buf(&h),
+	       "no buffer");
+	in->opcode = 9999;
+	h.ring_ent_in_out.payload_sz = 0;
+	result("bufring_unknown_op_without_payload_no_buf",
+	       !bufring_req_has_buf(&h), "buffer");
+}
+
+static void test_parse_ring_no_buf(void)
+{
+	static struct fuse_uring_req_header h;
+	struct fuse_in_header *in = (void *)h.in_out;
+	struct srv_req r;
+	int err;
+
+	memset(&h, 0, sizeof(h));
+	in->opcode = FUSE_FLUSH;
+	in->unique = 9;
+	in->len = sizeof(*in) + sizeof(struct fuse_flush_in);
+	err = parse_ring_request(&h, NULL, 0, &r);
+	result("parse_ring_without_buffer",
+	       !err && r.arg_len == sizeof(struct fuse_flush_in) &&
+	       !r.data && !r.data_len && !r.out && !r.out_size,
+	       "err=%d arg_len=%zu", err, r.arg_len);
+	h.ring_ent_in_out.payload_sz = 1;
+	in->len++;
+	EXPECT_INT("parse_ring_payload_without_buffer_einval", -EINVAL,
+		   parse_ring_request(&h, NULL, 0, &r));
+}
+
 static void test_req_name(void)
 {
 	struct srv_req r = { .data = "old\0new\0", .data_len = 8 };
@@ -381,13 +474,74 @@ static void test_options(void)
 	ret = parse(&o, err, "--payload-size=32M", "/b", "/m", NULL);
 	EXPECT_INT("options_payload_above_16m_rejected", -EINVAL, ret);
 
+	/* bufring and --nbufs */
+	ret = parse(&o, err, "--mode=bufring", "/b", "/m", NULL);
+	result("options_bufring_nbufs_default_queue_depth",
+	       !ret && o.mode == SRV_MODE_BUFRING &&
+	       o.nbufs == SRV_DEFAULT_QUEUE_DEPTH, "ret=%d err=%s nbufs=%u",
+	       ret, err, o.nbufs);
+	ret = parse(&o, err, "--mode=bufring", "--queue-depth=16", "/b", "/m",
+		    NULL);
+	EXPECT_INT("options_bufring_nbufs_follows_depth", 16,
+		   ret ? -1 : (long long)o.nbufs);
+	ret = parse(&o, err, "--nbufs=2", "--queue-depth=8", "--mode=bufring",
+		    "/b", "/m", NULL);
+	result("options_nbufs_below_depth_any_order",
+	       !ret && o.nbufs == 2 && o.queue_depth == 8,
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=bufring", "--nbufs=65535", "/b", "/m",
+		    NULL);
+	EXPECT_INT("options_nbufs_65535_ok", 65535,
+		   ret ? -1 : (long long)o.nbufs);
+	ret = parse(&o, err, "--mode=bufring", "--nbufs=0", "/b", "/m", NULL);
+	result("options_nbufs_0_rejected",
+	       ret == -EINVAL && strstr(err, "--nbufs must be 1..65535"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=bufring", "--nbufs=65536", "/b", "/m",
+		    NULL);
+	EXPECT_INT("options_nbufs_65536_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "--mode=bufring", "--nbufs=two", "/b", "/m", NULL);
+	EXPECT_INT("options_nbufs_garbage_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "--nbufs=4", "/b", "/m", NULL);
+	result("options_nbufs_needs_bufring",
+	       ret == -EINVAL && strstr(err, "--nbufs needs --mode=bufring"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=iovec", "--nbufs=4", "/b", "/m", NULL);
+	EXPECT_INT("options_nbufs_with_iovec_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "/b", "/m", NULL);
+	EXPECT_INT("options_iovec_nbufs_unset", 0, o.nbufs);
+
+	/* the payload memory a queue allocates, per mode */
+	ret = parse(&o, err, "--queue-depth=8", "--payload-size=128K", "/b",
+		    "/m", NULL);
+	result("payload_bytes_iovec_one_buffer_per_entry",
+	       !ret && opts_payload_bufs(&o) == 8 &&
+	       opts_queue_payload_bytes(&o) == 8 * 131072,
+	       "bufs=%u bytes=%zu", opts_payload_bufs(&o),
+	       opts_queue_payload_bytes(&o));
+	ret = parse(&o, err, "--mode=bufring", "--queue-depth=8", "--nbufs=2",
+		    "--payload-size=128K", "/b", "/m", NULL);
+	result("payload_bytes_bufring_nbufs",
+	       !ret && opts_payload_bufs(&o) == 2 &&
+	       opts_queue_payload_bytes(&o) == 2 * 131072,
+	       "bufs=%u bytes=%zu", opts_payload_bufs(&o),
+	       opts_queue_payload_bytes(&o));
+	ret = parse(&o, err, "--mode=bufring", "--nbufs=65535",
+		    "--payload-size=16M", "/b", "/m", NULL);
+	result("payload_bytes_no_overflow",
+	       !ret && opts_queue_payload_bytes(&o) == (size_t)65535 << 24,
+	       "bytes=%zu", opts_queue_payload_bytes(&o));
+	result("mode_uses_bufring", mode_uses_bufring(SRV_MODE_BUFRING) &&
+	       !mode_uses_bufring(SRV_MODE_IOVEC), "wrong");
+
 	ret = parse(&o, err, "--mode=zero-copy", "/b", "/m", NULL);
 	result("options_mode_later_is_not_implemented",
 	       ret == -EINVAL && strstr(err, "not implemented"),
 	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "--mode=turbo", "/b", "/m", NULL);
 	result("options_mode_unknown_rejected",
-	       ret == -EINVAL && strstr(err, "unknown --mode 'turbo'"),
+	       ret == -EINVAL && strstr(err, "unknown --mode 'turbo'") &&
+	       strstr(err, "supported: iovec, bufring"),
 	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "--frobnicate", "/b", "/m", NULL);
 	result("options_unknown_option_named",
@@ -402,6 +556,7 @@ static void test_options(void)
 	ret = parse(&o, err, "--help", NULL);
 	result("options_help_needs_no_dirs", !ret && o.help, "ret=%d", ret);
 	EXPECT_STR("mode_name_iovec", "iovec", mode_name(SRV_MODE_IOVEC));
+	EXPECT_STR("mode_name_bufring", "bufring", mode_name(SRV_MODE_BUFRING));
 }
 
 static void test_cpu_list(void)
@@ -587,6 +742,8 @@ int main(void)
 	test_dispatch_table();
 	test_parse_dev();
 	test_parse_ring();
+	test_parse_ring_no_buf();
+	test_bufring_has_buf();
 	test_req_name();
 	test_replies();
 	test_dirent_pack();

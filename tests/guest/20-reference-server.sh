@@ -105,8 +105,8 @@ check_eq "no mount left after the memory failure" "none" "$(mount_type)"
 
 check_fails_with "server rejects an unknown --mode" "unknown --mode 'turbo'" \
 	"$SRV" --mode=turbo "$B" "$M"
-check_fails_with "server rejects a mode stock 7.2 lacks" "not implemented" \
-	"$SRV" --mode=bufring "$B" "$M"
+check_fails_with "server rejects a mode it does not implement yet" "not implemented" \
+	"$SRV" --mode=pinned-headers "$B" "$M"
 
 # ---- first mount, with --trace ------------------------------------------------
 
@@ -119,6 +119,8 @@ pass "server mounts $B on $M"
 check_eq "mount type is fuse.fuse-uring-server" "fuse.fuse-uring-server" "$(mount_type)"
 check_eq "one queue per possible CPU ($NQ), default depth 8" "1" \
 	"$(grep -c ": $NQ queues x 8 entries, payload 1048576 B, mode iovec$" "$LOG")"
+check_eq "start-up line: 8 payload buffers of 1 MiB per queue, one per entry" "1" \
+	"$(grep -c ': memory per queue: payload 8388608 B (8 x 1048576 B), headers 2304 B, mode iovec$' "$LOG")"
 want=$(for q in $(seq 0 $QMAX); do printf 'fuse-uring-q%s:%s ' $q $q; done)
 check_eq "each queue thread is pinned to its CPU" "$want" \
 	"$(for t in /proc/"$SRV_PID"/task/*; do
