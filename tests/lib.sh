@@ -49,21 +49,32 @@ check_fails_with() {
 	fi
 }
 
-# fio_verify_matrix DIR LABEL: the data check every server must pass. Writes
-# then reads back DIR/fio.dat with --verify=crc32c, direct and buffered,
-# sequential (128k) and random (4k); one check per job. Each read job
-# verifies the checksums its write job stored, so every byte read is checked.
-# FIO_SIZE (default 16M) sets the file size.
+# fio_verify_matrix DIR LABEL [FIO-ARGS...]: the data check every server
+# must pass. Writes then reads back DIR/fio.dat with --verify=crc32c, direct
+# and buffered, sequential (128k) and random (4k); one check per job. Each
+# read job verifies the checksums its write job stored, so every byte read
+# is checked. FIO-ARGS go to every job. FIO_SIZE (default 16M) sets the
+# file size; FIO_JOBS (rw:bs pairs, default all four) a smaller matrix, for
+# instance "write:128k randread:4k" (a write job reads back what it wrote,
+# so that still checks both directions). Prints each job's bandwidth; with
+# $LAB_RUN, keeps each job's output there as fio-LABEL-JOB.txt.
 fio_verify_matrix() {
 	dir=$1 label=$2
+	shift 2
+	slug=$(printf '%s' "$label" | tr -c 'A-Za-z0-9_.=-' '-')
 	for direct in 1 0; do
 		kind=$([ $direct = 1 ] && echo direct || echo buffered)
-		for job in write:128k read:128k randwrite:4k randread:4k; do
+		for job in ${FIO_JOBS:-write:128k read:128k randwrite:4k randread:4k}; do
 			rw=${job%:*} bs=${job#*:}
 			out=$(fio --name="$rw-$kind" --filename="$dir/fio.dat" \
 				--size="${FIO_SIZE:-16M}" --ioengine=psync --fallocate=none \
-				--verify=crc32c --rw="$rw" --bs="$bs" --direct=$direct 2>&1)
+				--verify=crc32c --rw="$rw" --bs="$bs" --direct=$direct "$@" 2>&1)
 			status=$?
+			if [ -n "${LAB_RUN:-}" ]; then
+				printf '%s\n' "$out" >"$LAB_RUN/fio-$slug-$rw-$kind.txt"
+			fi
+			echo "# fio $label $rw $bs $kind:" \
+				"$(printf '%s\n' "$out" | sed -n 's/^ *\(READ\|WRITE\): bw=\([^ ]*\) .*/\1 \2/p' | tr '\n' ' ')"
 			if [ $status = 0 ] && [ -n "$(printf '%s\n' "$out" | grep 'err= 0')" ]; then
 				pass "$label: fio $rw $bs $kind, verify=crc32c"
 			else
@@ -73,4 +84,42 @@ fio_verify_matrix() {
 		done
 		rm -f "$dir/fio.dat"
 	done
+}
+
+# ---- the reference server, for the tests that start it --------------------
+# They set SRV (the binary), B (backing dir) and M (mount point) first.
+
+# refsrv_start LOG ARGS...: start the reference server in the foreground (as
+# a child, pid in SRV_PID) on $B and $M, and wait until it printed its
+# "N queues x M entries" line, i.e. every REGISTER was accepted. Returns 1
+# if it exited or took more than 60 s.
+refsrv_start() {
+	log=$1
+	shift
+	"$SRV" --foreground "$@" "$B" "$M" 2>"$log" &
+	SRV_PID=$!
+	i=0
+	while [ $i -lt 600 ]; do
+		grep -q ' queues x ' "$log" && return 0
+		kill -0 "$SRV_PID" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# wait_gone PID SECONDS: wait for a process to end; 1 if it is still there.
+wait_gone() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		[ $i -ge $(($2 * 10)) ] && return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 0
+}
+
+# mount_type DIR: the type field of the mount at DIR, or "none".
+mount_type() {
+	awk -v m="$1" '$2 == m { t = $3 } END { print t ? t : "none" }' /proc/mounts
 }

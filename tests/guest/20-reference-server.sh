@@ -51,46 +51,12 @@ NQ=$(cpus "$(cat /sys/devices/system/cpu/possible)" | wc -w)
 ONLINE=$(cpus "$(cat /sys/devices/system/cpu/online)")
 QMAX=$((NQ - 1))
 
-# start_server LOG ARGS...: start it in the foreground (as a child), wait
-# until it printed its "N queues x M entries" line, i.e. every REGISTER was
-# accepted. Returns 1 if it exited or took more than 60 s.
-start_server() {
-	log=$1
-	shift
-	"$SRV" --foreground "$@" "$B" "$M" 2>"$log" &
-	SRV_PID=$!
-	i=0
-	while [ $i -lt 600 ]; do
-		grep -q ' queues x ' "$log" && return 0
-		kill -0 "$SRV_PID" 2>/dev/null || return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-
-# wait_gone PID SECONDS: wait for a process to end; 1 if it is still there.
-wait_gone() {
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		[ $i -ge $(($2 * 10)) ] && return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 0
-}
-
-# The type field of the mount at $M, or "none".
-mount_type() {
-	awk -v m="$M" '$2 == m { t = $3 } END { print t ? t : "none" }' /proc/mounts
-}
-
 # ---- refusals: one clear message, non-zero exit, nothing mounted ----------
 
 echo 0 >"$PARAM"
 check_fails_with "server refuses to start with enable_uring=0, naming the fix" \
 	"echo 1 > $PARAM" "$SRV" --foreground "$B" "$M"
-check_eq "no mount left after the refusal" "none" "$(mount_type)"
+check_eq "no mount left after the refusal" "none" "$(mount_type "$M")"
 echo 1 >"$PARAM"
 
 # Queue memory is allocated before the mount, so running out of it fails
@@ -101,7 +67,7 @@ check_fails_with "queue memory that cannot be allocated fails before mounting" \
 	"allocate queue memory: Cannot allocate memory" \
 	env ASAN_OPTIONS=allocator_may_return_null=1 \
 	"$SRV" --foreground --queue-depth=1024 --payload-size=16M "$B" "$M"
-check_eq "no mount left after the memory failure" "none" "$(mount_type)"
+check_eq "no mount left after the memory failure" "none" "$(mount_type "$M")"
 
 check_fails_with "server rejects an unknown --mode" "unknown --mode 'turbo'" \
 	"$SRV" --mode=turbo "$B" "$M"
@@ -111,12 +77,12 @@ check_fails_with "server rejects a mode it does not implement yet" "not implemen
 # ---- first mount, with --trace ------------------------------------------------
 
 LOG=$W/server.log
-if ! start_server "$LOG" --trace; then
+if ! refsrv_start "$LOG" --trace; then
 	fail "server mounts $B on $M" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
 	exit 1
 fi
 pass "server mounts $B on $M"
-check_eq "mount type is fuse.fuse-uring-server" "fuse.fuse-uring-server" "$(mount_type)"
+check_eq "mount type is fuse.fuse-uring-server" "fuse.fuse-uring-server" "$(mount_type "$M")"
 check_eq "one queue per possible CPU ($NQ), default depth 8" "1" \
 	"$(grep -c ": $NQ queues x 8 entries, payload 1048576 B, mode iovec$" "$LOG")"
 check_eq "start-up line: 8 payload buffers of 1 MiB per queue, one per entry" "1" \
@@ -197,31 +163,7 @@ done
 
 # ---- fio with --verify=crc32c ------------------------------------------------
 
-# fio_job NAME ARGS...: one fio run on $M/fio.dat; prints its bandwidth.
-fio_job() {
-	name=$1
-	shift
-	out=$(fio --name="$name" --filename="$M/fio.dat" --size=$FIO_SIZE \
-		--ioengine=psync --fallocate=none --verify=crc32c "$@" 2>&1)
-	status=$?
-	[ -n "${LAB_RUN:-}" ] && printf '%s\n' "$out" >"$LAB_RUN/fio-$name.txt"
-	bw=$(printf '%s\n' "$out" | sed -n 's/^ *\(READ\|WRITE\): bw=\([^ ]*\) .*/\1 \2/p' | tr '\n' ' ')
-	echo "# fio $name: $bw"
-	[ -n "${LAB_RUN:-}" ] && echo "$name: $bw" >>"$LAB_RUN/fio-reference-server.txt"
-	if [ $status = 0 ] && printf '%s' "$out" | grep -q 'err= 0'; then
-		pass "fio $name, verify=crc32c"
-	else
-		fail "fio $name, verify=crc32c" "exit $status: $(printf '%s\n' "$out" | grep -E 'verify|err|error' | tail -n 2 | tr '\n' ' ')"
-	fi
-}
-for direct in 1 0; do
-	kind=$([ $direct = 1 ] && echo direct || echo buffered)
-	fio_job "seq-write-$kind" --rw=write --bs=128k --direct=$direct
-	fio_job "seq-read-$kind" --rw=read --bs=128k --direct=$direct
-	fio_job "rand-write-$kind" --rw=randwrite --bs=4k --direct=$direct
-	fio_job "rand-read-$kind" --rw=randread --bs=4k --direct=$direct
-	rm -f "$M/fio.dat"
-done
+fio_verify_matrix "$M" "reference server"
 
 # ---- kill -9 during fio ------------------------------------------------------
 
@@ -265,12 +207,12 @@ check_fails_with "the dead mount reports ENOTCONN" "Transport endpoint is not co
 check_fails_with "ls on the dead mount does not hang" "Transport endpoint is not connected" \
 	timeout 10 ls "$M"
 check "umount of the dead mount works" timeout 10 umount "$M"
-check_eq "nothing mounted at $M" "none" "$(mount_type)"
+check_eq "nothing mounted at $M" "none" "$(mount_type "$M")"
 
 # ---- a second mount: another depth, ended by umount --------------------------
 
 LOG2=$W/server2.log
-if start_server "$LOG2" --trace --queue-depth=4 --payload-size=128K; then
+if refsrv_start "$LOG2" --trace --queue-depth=4 --payload-size=128K; then
 	pass "a second mount after kill -9 works"
 	check_eq "--queue-depth=4 gives 4 entries per queue" "$NQ" \
 		"$(grep -c '^trace ring q=[0-9]* registered 4 entries ' "$LOG2")"
@@ -298,7 +240,7 @@ fi
 # ---- SIGINT and SIGTERM: the server unmounts and exits 0 -----------------------
 
 for sig in INT TERM; do
-	if ! start_server "$W/server-$sig.log"; then
+	if ! refsrv_start "$W/server-$sig.log"; then
 		fail "mount for SIG$sig" "$(tail -n 3 "$W/server-$sig.log" | tr '\n' ' ')"
 		continue
 	fi
@@ -311,13 +253,13 @@ for sig in INT TERM; do
 		fail "SIG$sig: server exits" "still running 20 s later"
 	fi
 	SRV_PID=
-	check_eq "SIG$sig: the server unmounted" "none" "$(mount_type)"
+	check_eq "SIG$sig: the server unmounted" "none" "$(mount_type "$M")"
 	check_eq "SIG$sig: data stays in the backing dir" "data" "$(cat "$B/file")"
 done
 
 # A busy mount: MNT_DETACH takes it out of the tree at once, and closing
 # /dev/fuse then aborts the connection under the file still open.
-if start_server "$W/server-busy.log"; then
+if refsrv_start "$W/server-busy.log"; then
 	echo busy >"$M/busy"
 	sleep 300 <"$M/busy" &
 	holder=$!
@@ -337,7 +279,7 @@ if start_server "$W/server-busy.log"; then
 		fail "SIGTERM with a file open: server exits" "still running 20 s later"
 	fi
 	SRV_PID=
-	check_eq "SIGTERM with a file open: the mount is detached" "none" "$(mount_type)"
+	check_eq "SIGTERM with a file open: the mount is detached" "none" "$(mount_type "$M")"
 	check_fails_with "the open file's connection is gone (ENOTCONN)" \
 		"Transport endpoint is not connected" timeout 10 cat "/proc/$holder/fd/0"
 	kill "$holder" 2>/dev/null
@@ -350,7 +292,7 @@ fi
 
 mkdir -p /sys/fs/fuse/connections 2>/dev/null
 mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
-if start_server "$W/server-abort.log"; then
+if refsrv_start "$W/server-abort.log"; then
 	conn=$(mountpoint -d "$M" | cut -d: -f2)
 	if [ -w "/sys/fs/fuse/connections/$conn/abort" ]; then
 		echo 1 >"/sys/fs/fuse/connections/$conn/abort"
@@ -360,7 +302,7 @@ if start_server "$W/server-abort.log"; then
 		else
 			fail "abort: server exits" "still running 20 s later"
 		fi
-		check_eq "abort: the server removed the dead mount" "none" "$(mount_type)"
+		check_eq "abort: the server removed the dead mount" "none" "$(mount_type "$M")"
 	else
 		fail "abort: fusectl has connection $conn" "no /sys/fs/fuse/connections/$conn/abort"
 	fi
@@ -372,7 +314,7 @@ fi
 # ---- daemon mode: returns once mounted --------------------------------------
 
 if "$SRV" "$B" "$M" 2>"$W/server-daemon.log"; then
-	check_eq "daemon mode returns 0 with the mount ready" "fuse.fuse-uring-server" "$(mount_type)"
+	check_eq "daemon mode returns 0 with the mount ready" "fuse.fuse-uring-server" "$(mount_type "$M")"
 	echo daemon >"$M/d"
 	check_eq "daemon serves requests" "daemon" "$(cat "$M/d")"
 	check "umount the daemon's mount" umount "$M"

@@ -1,0 +1,264 @@
+#!/bin/sh
+# Description: the reference server in bufring mode (--mode=bufring, on the
+# buffer-ring patch): it refuses --nbufs without bufring, registers one
+# headers region and one payload region per queue, passes a coreutils round
+# trip, lends a buffer only to requests with payload (--trace: buf=N in
+# range, buf=- for FLUSH, FSYNC, RELEASE, RELEASEDIR), passes fio
+# --verify=crc32c with 1, 2 and 8 buffers for 8 entries, and with a single
+# buffer serves four parallel readers on one queue correctly (their
+# requests wait for the buffer, then finish) and survives kill -9 in the
+# middle of fio.
+. "$LAB_TOP/tests/lib.sh"
+cd "$LAB_TOP" || exit 1
+
+# REFSRV: another build to test, e.g. build/reference-server/sanitize/...
+SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
+W=/tmp/bufring		# tmpfs in the guest
+B=$W/backing
+M=$W/mnt
+FIO_SIZE=4M
+DEPTH=8
+MIB=1048576
+
+if [ ! -x "$SRV" ]; then
+	fail "reference server is built" "$SRV missing: run 'make server'"
+	exit 1
+fi
+echo 1 >/sys/module/fuse/parameters/enable_uring
+rm -rf "$W"
+mkdir -p "$B" "$M"
+
+SRV_PID=
+cleanup() {
+	[ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
+	umount -l "$M" 2>/dev/null
+	if [ -n "${LAB_RUN:-}" ]; then
+		for f in "$W"/*.log; do
+			[ -f "$f" ] && cp "$f" "$LAB_RUN/bufring-${f##*/}"
+		done
+	fi
+	rm -rf "$W"
+}
+trap cleanup EXIT
+
+NQ=$(tr ',' '\n' </sys/devices/system/cpu/possible |
+	awk -F- '{ n += ($2 == "" ? 1 : $2 - $1 + 1) } END { print n }')
+
+# mount_bufring LOG NBUFS [ARGS...]: mount in bufring mode, DEPTH entries and
+# NBUFS buffers per queue; check the start-up lines. 1 if it did not mount.
+mount_bufring() {
+	log=$1 nb=$2
+	shift 2
+	if ! refsrv_start "$log" --mode=bufring --queue-depth=$DEPTH --nbufs="$nb" "$@"; then
+		fail "bufring mount with --nbufs=$nb" "$(tail -n 3 "$log" | tr '\n' ' ')"
+		return 1
+	fi
+	pass "bufring mount with --nbufs=$nb"
+	check_eq "--nbufs=$nb: ready line says mode bufring" "1" \
+		"$(grep -c ": $NQ queues x $DEPTH entries, payload $MIB B, mode bufring$" "$log")"
+	check_eq "--nbufs=$nb: $nb payload buffers of 1 MiB per queue, one header slot per entry" "1" \
+		"$(grep -c ": memory per queue: payload $((nb * MIB)) B ($nb x $MIB B), headers $((DEPTH * 288)) B, mode bufring$" "$log")"
+}
+
+# unmount_bufring NAME: umount from outside; the server must exit 0.
+unmount_bufring() {
+	check "$1: umount" umount "$M"
+	if wait_gone "$SRV_PID" 20; then
+		wait "$SRV_PID"
+		check_eq "$1: server exits 0 after umount" "0" "$?"
+	else
+		fail "$1: server exits after umount" "still running 20 s later"
+		kill -9 "$SRV_PID"
+	fi
+	SRV_PID=
+}
+
+# buf_summary LOG NBUFS: one line per opcode in LOG's ring trace lines,
+# "OP KINDS": "-" (no buffer), "buf" (a buffer below NBUFS), "bad:VALUE".
+buf_summary() {
+	awk -v n="$2" '/^trace ring q=[0-9]+ ent=[0-9]+ op=/ {
+		op = substr($5, 4); b = substr($NF, 5)
+		k = b == "-" ? "-" : (b ~ /^[0-9]+$/ && b + 0 < n) ? "buf" : "bad:" b
+		if (!((op, k) in seen)) { seen[op, k] = 1; kinds[op] = kinds[op] (kinds[op] ? "," : "") k }
+	} END { for (op in kinds) print op, kinds[op] }' "$1"
+}
+# buf_kinds OP: OP's kinds in $SUMMARY.
+buf_kinds() {
+	printf '%s\n' "$SUMMARY" | while read -r o k; do [ "$o" = "$1" ] && echo "$k"; done
+}
+
+# ---- refusals: one clear message, nothing mounted ----------------------------
+
+check_fails_with "--nbufs without --mode=bufring is refused" \
+	"--nbufs needs --mode=bufring" "$SRV" --foreground --nbufs=2 "$B" "$M"
+check_fails_with "--nbufs=0 is refused" "--nbufs must be 1..65535" \
+	"$SRV" --foreground --mode=bufring --nbufs=0 "$B" "$M"
+check_eq "no mount left after the refusals" "none" "$(mount_type "$M")"
+
+# ---- coreutils round trip with --trace, 3 buffers for 8 entries -------------
+
+LOG=$W/trace.log
+if mount_bufring "$LOG" 3 --trace; then
+	check_eq "each of the $NQ queues registered its two regions" "$NQ" \
+		"$(grep -c "^trace ring q=[0-9]* registered $DEPTH entries (mode bufring: headers=$((DEPTH * 288)) B, payload=3 x $MIB B)\$" "$LOG")"
+
+	head -c $((2 * MIB)) /dev/urandom >"$W/a.bin"
+	head -c 100000 /dev/urandom >"$W/b.bin"
+	want=$(cd "$W" && sha256sum a.bin b.bin)
+	check "mkdir on the mount" mkdir "$M/dir"
+	check "cp of two random files onto the mount" cp "$W/a.bin" "$W/b.bin" "$M/dir/"
+	check_eq "sha256sum through the mount matches" "$want" "$(cd "$M/dir" && sha256sum a.bin b.bin)"
+	check_eq "sha256sum of the backing files matches" "$want" "$(cd "$B/dir" && sha256sum a.bin b.bin)"
+	check_eq "cat reads back the same bytes" "$(sha256sum <"$W/a.bin")" "$(cat "$M/dir/a.bin" | sha256sum)"
+	check "cp within the mount" cp "$M/dir/a.bin" "$M/copy.bin"
+	check "the copy has the same bytes" cmp "$W/a.bin" "$M/copy.bin"
+	echo "small" >"$M/dir/small"
+	check_eq "a small file reads back" "small" "$(cat "$M/dir/small")"
+	check "dd conv=fsync (FSYNC)" dd if="$W/b.bin" of="$M/synced" conv=fsync status=none
+	check "mv (RENAME2) within the mount" mv "$M/dir/b.bin" "$M/dir/renamed.bin"
+	check "busybox mv (RENAME) across directories" busybox mv "$M/dir/renamed.bin" "$M/moved.bin"
+	check "the moved file still has the same bytes" cmp "$W/b.bin" "$M/moved.bin"
+	check_eq "df (STATFS): the mount's size is the backing fs's" \
+		"$(df -k --output=size "$B" | tail -n 1)" "$(df -k --output=size "$M" | tail -n 1)"
+	check_eq "ls lists the root" "copy.bin dir moved.bin synced" "$(ls "$M" | tr '\n' ' ' | sed 's/ $//')"
+	check_fails_with "rmdir of a non-empty dir passes ENOTEMPTY through" \
+		"Directory not empty" rmdir "$M/dir"
+	check "rm (UNLINK) on the mount" rm "$M/dir/a.bin" "$M/dir/small" "$M/copy.bin" "$M/moved.bin" "$M/synced"
+	check "rmdir on the mount" rmdir "$M/dir"
+	check_eq "the backing dir is empty again" "" "$(ls -A "$B")"
+	check_eq "WRITE bytes over the ring add up (2 x 2 MiB + 100000 + 6 + 100000)" \
+		"$((4 * MIB + 200006))" \
+		"$(awk '/^trace ring .* op=WRITE .* error=0 buf=/ { for (i = 1; i <= NF; i++) if ($i ~ /^in=/) s += substr($i, 4) } END { print s + 0 }' "$LOG")"
+	unmount_bufring "round trip"
+
+	# The trace: every ring request names its buffer, or "-" for none.
+	check_eq "every ring request's trace line ends in buf=N or buf=-" "" \
+		"$(grep '^trace ring q=[0-9]* ent=' "$LOG" | grep -v -E ' error=-?[0-9]+ buf=([0-9]+|-)$' | head -n 2)"
+	check_eq "buffer ids stay below --nbufs (0-2)" "" \
+		"$(grep '^trace ring q=[0-9]* ent=' "$LOG" | grep -v -E ' buf=([0-2]|-)$' | head -n 2)"
+	check_eq "the three buffers are all used" "0 1 2 " \
+		"$(sed -n 's/^trace ring .* buf=\([0-9]*\)$/\1/p' "$LOG" | sort -u | tr '\n' ' ')"
+	SUMMARY=$(buf_summary "$LOG" 3)
+	# No payload, no buffer: the kernel sends these without out arguments
+	# and with nothing after the op header.
+	for op in FLUSH FSYNC RELEASE RELEASEDIR; do
+		check_eq "$op gets no buffer (buf=-)" "-" "$(buf_kinds $op)"
+	done
+	# A reply with data needs a buffer even when the request brings none.
+	for op in GETATTR OPEN OPENDIR READ READDIR STATFS; do
+		check_eq "$op gets a buffer for its reply" "buf" "$(buf_kinds $op)"
+	done
+	for op in LOOKUP CREATE WRITE MKDIR RENAME RENAME2 UNLINK RMDIR; do
+		check_eq "$op brings its names or data in a buffer" "buf" "$(buf_kinds $op)"
+	done
+fi
+
+# ---- fio --verify=crc32c with 1, 2 and 8 buffers for 8 entries ---------------
+
+# The full matrix with one buffer, where requests wait for it most; with
+# more, the random write job (direct and buffered), the one with the most
+# requests: it reads back and verifies what it wrote, so both directions
+# are still checked.
+for nb in 1 2 $DEPTH; do
+	mount_bufring "$W/fio-$nb.log" "$nb" || continue
+	if [ "$nb" = 1 ]; then
+		fio_verify_matrix "$M" "bufring nbufs=$nb"
+	else
+		FIO_JOBS="randwrite:4k" fio_verify_matrix "$M" "bufring nbufs=$nb"
+	fi
+	unmount_bufring "fio with --nbufs=$nb"
+done
+
+# ---- one buffer, four parallel readers on one queue ----------------------------
+
+# All four run on CPU 0, so their READs go to queue 0 and its one buffer:
+# at most one READ is in the server at a time, the others wait in the
+# kernel until the buffer comes back, then run. Direct I/O sends the
+# READs themselves; buffered reads send readahead as background requests,
+# the kernel's other queueing path. The readers wait at a FIFO that we
+# hold open, each says it is there, and closing it starts them together.
+LOG=$W/readers.log
+if mount_bufring "$LOG" 1 --trace; then
+	for i in 1 2 3 4; do
+		head -c $MIB /dev/urandom >"$B/r$i"
+	done
+	for how in direct buffered; do
+		flag=$([ $how = direct ] && echo iflag=direct)
+		before=$(wc -l <"$LOG")
+		rm -f "$W"/go*
+		mkfifo "$W/go"
+		exec 3<>"$W/go"	# read-write: opening a FIFO so never blocks
+		pids=
+		for i in 1 2 3 4; do
+			# shellcheck disable=SC2016,SC2086
+			timeout 60 taskset -c 0 sh -c 'exec 4<"$1"; : >"$1.$2"; read -r _ <&4; shift 2; exec dd "$@" 4<&-' \
+				sh "$W/go" $i if="$M/r$i" of="$W/out$i" bs=128k $flag status=none 3>&- &
+			pids="$pids $!"
+		done
+		i=0
+		# (an unmatched glob stays one word: fewer than 4 too)
+		while set -- "$W"/go.?; [ $# -lt 4 ] && [ $i -lt 300 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		exec 3>&-	# EOF for all four at once
+		st=
+		for p in $pids; do
+			wait "$p"
+			st="$st$?"
+		done
+		check_eq "--nbufs=1: four parallel $how readers finish" "0000" "$st"
+		bad=
+		for i in 1 2 3 4; do
+			cmp -s "$B/r$i" "$W/out$i" || bad="$bad r$i"
+		done
+		check_eq "--nbufs=1: four parallel $how readers read the right bytes" "" "$bad"
+		check_eq "--nbufs=1: $how READs: 4 x 1 MiB, all on queue 0, all in buffer 0" \
+			"$((4 * MIB)) q=0 buf=0" \
+			"$(tail -n +"$((before + 1))" "$LOG" | awk '/^trace ring .* op=READ / {
+				for (i = 1; i <= NF; i++) if ($i ~ /^out=/) s += substr($i, 5)
+				k[$3 " " $NF] = 1
+			} END { printf "%d", s; for (x in k) printf " %s", x }')"
+		rm -f "$W"/out?
+	done
+
+	# kill -9 while the one buffer is lent and requests wait for it: the
+	# kernel must end them all (ECONNABORTED, ECANCELED or ENOTCONN, as in
+	# 20-reference-server) and give the mount up.
+	fio --name=killed --filename="$M/kill.dat" --size=$FIO_SIZE --ioengine=psync \
+		--fallocate=none --rw=randrw --bs=4k --direct=1 --numjobs=3 \
+		--time_based --runtime=60 >"$W/fio-kill.log" 2>&1 &
+	fio_pid=$!
+	# past laying out the file, and 30 WRITEs into the random I/O
+	i=0
+	while [ "$(stat -c %s "$B/kill.dat" 2>/dev/null || echo 0)" -lt $((4 * MIB)) ] && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	n=$(($(grep -c ' op=WRITE ' "$LOG") + 30))
+	i=0
+	until [ "$(grep -c ' op=WRITE ' "$LOG")" -ge $n ] || [ $i -ge 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$fio_pid" 2>/dev/null; then
+		pass "kill -9 with --nbufs=1: fio is running on the mount before the kill"
+	else
+		fail "kill -9 with --nbufs=1: fio is running on the mount before the kill" \
+			"$(tail -n 2 "$W/fio-kill.log" | tr '\n' ' ')"
+	fi
+	kill -9 "$SRV_PID"
+	if wait_gone "$fio_pid" 30; then
+		wait "$fio_pid"
+		check_eq "kill -9 with --nbufs=1: fio fails with ECONNABORTED, ECANCELED or ENOTCONN" "failed yes" \
+			"$([ $? != 0 ] && echo failed || echo succeeded) $(grep -q -E 'err=(103|107|125)/' "$W/fio-kill.log" && echo yes || echo no)"
+	else
+		fail "kill -9 with --nbufs=1: fio ends" "still running 30 s later"
+		kill -9 "$fio_pid"
+	fi
+	wait "$SRV_PID" 2>/dev/null
+	SRV_PID=
+	check "kill -9 with --nbufs=1: umount of the dead mount works" timeout 10 umount "$M"
+fi
+
+exit 0
