@@ -19,19 +19,31 @@
 
 #define SRV_NAME "fuse-uring-server"
 
+/* The full series' uapi: pinned headers and buffers (0005, 0006), zero-copy (0008) */
+#ifndef FUSE_URING_ZERO_COPY
+#error "linux/fuse.h lacks FUSE_URING_ZERO_COPY: rebuild build/headers from the whole series (make headers)"
+#endif
+
 /* ---- options (options.c) ---------------------------------------------- */
 
 /*
  * How ring entries hand buffers to the kernel. Stock 7.2 knows only iovec
- * mode; the buffer-ring patch (kernel-patches/0004) adds bufring; later
- * issues add the others to this same enum and option.
+ * mode; the series adds the others as REGISTER flags (kernel-patches/0004,
+ * 0005, 0006, 0008). The kernel's flags are independent of each other (but
+ * zero-copy needs the three before it); the modes form a ladder, each one
+ * the one before plus one flag:
+ *
+ *   bufring         FUSE_URING_BUFRING
+ *   pinned-headers  ... | FUSE_URING_PINNED_HEADERS
+ *   pinned-buffers  ... | FUSE_URING_PINNED_BUFFERS
+ *   zero-copy       ... | FUSE_URING_ZERO_COPY
  */
 enum srv_mode {
 	SRV_MODE_IOVEC,		/* REGISTER passes iov[0] header, iov[1] payload */
 	SRV_MODE_BUFRING,	/* one headers and one payload region per queue */
-	SRV_MODE_PINNED_HEADERS,
-	SRV_MODE_PINNED_BUFFERS,
-	SRV_MODE_ZERO_COPY,
+	SRV_MODE_PINNED_HEADERS,/* the kernel pins the headers region */
+	SRV_MODE_PINNED_BUFFERS,/* ... and the payload region */
+	SRV_MODE_ZERO_COPY,	/* ... and lends READ/WRITE folios as fixed buffers */
 };
 
 struct srv_opts {
@@ -41,6 +53,7 @@ struct srv_opts {
 	size_t payload_size;		/* bytes of one payload buffer = max_write */
 	unsigned int nbufs;		/* bufring: payload buffers per queue */
 	enum srv_mode mode;
+	bool fallback;			/* zero-copy: pinned-buffers without CAP_SYS_ADMIN */
 	bool foreground;
 	bool trace;
 	bool help;
@@ -57,6 +70,10 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen);
 const char *mode_name(enum srv_mode m);
 bool mode_uses_bufring(enum srv_mode m);
+bool mode_pins_headers(enum srv_mode m);
+bool mode_pins_buffers(enum srv_mode m);
+bool mode_zero_copy(enum srv_mode m);
+uint64_t mode_register_flags(enum srv_mode m);
 unsigned int opts_payload_bufs(const struct srv_opts *o);
 size_t opts_queue_payload_bytes(const struct srv_opts *o);
 void print_usage(FILE *f);
@@ -97,6 +114,7 @@ int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
 		       size_t payload_cap, struct srv_req *r);
 bool fuse_op_has_out_args(uint32_t opcode);
 bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr);
+bool req_zero_copied(const struct fuse_uring_req_header *hdr);
 void build_ring_reply(struct fuse_uring_req_header *hdr, uint64_t unique,
 		      int error, size_t out_len);
 void build_dev_reply(struct fuse_out_header *oh, uint64_t unique, int error,
@@ -131,6 +149,11 @@ enum srv_ent_state {
 	ENT_IN_KERNEL,
 	/* Its CQE arrived: the entry holds a request the server is handling */
 	ENT_IN_SERVER,
+	/*
+	 * Zero-copy: its request's READ_FIXED/WRITE_FIXED is in flight; the
+	 * commit waits for that CQE (see zero-copy-fixed-io in ring.c)
+	 */
+	ENT_FIXED_IO,
 	/* The kernel ended the command with an error (teardown): never reused */
 	ENT_DEAD,
 };
@@ -144,6 +167,18 @@ struct srv_ent {
 	uint32_t last_cmd;			/* FUSE_IO_URING_CMD_*, for messages */
 	struct fuse_uring_req_header *header;	/* its slot: headers_mem + id */
 	void *payload;				/* iovec mode: its own buffer */
+	/*
+	 * ENT_FIXED_IO: what the reply needs once the fixed op completes.
+	 * The header slot still holds the request (the kernel does not touch
+	 * it until we commit), but the reply overwrites in_out, so keep it.
+	 */
+	struct {
+		uint32_t opcode;		/* FUSE_READ or FUSE_WRITE */
+		uint64_t unique, commit_id;
+		size_t arg_len;			/* for --trace */
+		void *payload;			/* WRITE: buffer buf_id, for fuse_write_out */
+		int buf;			/* its id for --trace, -1 for none */
+	} fixed;
 	/*
 	 * REGISTER hands the kernel this array's address; it must stay put.
 	 * iovec: this entry's header and payload; bufring: the queue's regions.
@@ -163,8 +198,9 @@ struct srv_queue {
 	int reg_err;			/* first REGISTER error, -errno */
 	struct srv_ent *ents;
 	unsigned int live_ents;		/* entries not ENT_DEAD */
-	void *headers_mem, *payload_mem;
+	void *headers_mem, *payload_mem;	/* mmap()ed: page-aligned */
 	size_t headers_size, payload_mem_size;	/* what the kernel may use */
+	size_t headers_map_size;		/* headers_size, page-rounded */
 	pthread_t thread;
 	bool thread_started;
 };
@@ -206,6 +242,21 @@ int session_loop(struct srv_session *s);
 void session_unmount(struct srv_session *s, bool requested);
 void session_teardown(struct srv_session *s);
 void srv_trace_dev(const struct srv_req *r, int err);
+
+/* pinned.c: what pinned and zero-copy modes need, checked before mounting */
+size_t page_round_up(size_t len, size_t page);
+size_t pinned_queue_headers_bytes(const struct srv_opts *o, size_t page);
+size_t pinned_queue_payload_bytes(const struct srv_opts *o, size_t page);
+uint64_t pinned_total_bytes(const struct srv_opts *o, unsigned int nr_queues,
+			    size_t page);
+bool memlock_allows(uint64_t need, uint64_t limit, size_t page);
+void memlock_message(char *buf, size_t len, const struct srv_opts *o,
+		     unsigned int nr_queues, size_t page, uint64_t limit);
+int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin);
+bool srv_capable(int cap);
+int pinned_preflight(struct srv_opts *o, unsigned int nr_queues, size_t page);
+void pinned_enomem_message(const struct srv_opts *o, unsigned int nr_queues,
+			   size_t page);
 
 /* ring.c */
 int cpu_list_count(const char *list);

@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 	struct srv_opts o;
 	char msg[256];
 	sigset_t set;
-	int notify_fd = -1, err, stop = 0;
+	int notify_fd = -1, nr_queues, err, stop = 0;
 
 	if (parse_options(argc, argv, &o, msg, sizeof(msg))) {
 		fprintf(stderr, SRV_NAME ": %s (see --help)\n", msg);
@@ -88,6 +88,17 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, SRV_NAME ": %s: %s\n", o.backing_dir,
 			strerror(-err));
+		return 1;
+	}
+	/*
+	 * 0. can the mode run here? Pinned modes need RLIMIT_MEMLOCK (or
+	 * CAP_IPC_LOCK), zero-copy CAP_SYS_ADMIN; say so now, on the
+	 * terminal, rather than fail a REGISTER after the mount.
+	 */
+	nr_queues = ring_count_possible_cpus();
+	if (nr_queues > 0 &&
+	    pinned_preflight(&o, (unsigned int)nr_queues, (size_t)s.page_size)) {
+		ops_destroy();
 		return 1;
 	}
 	if (!o.foreground)
@@ -128,6 +139,15 @@ int main(int argc, char **argv)
 			opts_queue_payload_bytes(&o), opts_payload_bufs(&o),
 			o.payload_size, o.queue_depth *
 			sizeof(struct fuse_uring_req_header), mode_name(o.mode));
+		if (mode_pins_headers(o.mode))
+			fprintf(stderr, SRV_NAME ": pinned memory: %llu B (%u "
+				"queues x (headers %zu B + payload %zu B), "
+				"page-rounded)\n", (unsigned long long)
+				pinned_total_bytes(&o, s.nr_queues,
+						   (size_t)s.page_size),
+				s.nr_queues,
+				pinned_queue_headers_bytes(&o, (size_t)s.page_size),
+				pinned_queue_payload_bytes(&o, (size_t)s.page_size));
 		fprintf(stderr, SRV_NAME ": %s on %s: %u queues x %u entries, "
 			"payload %zu B, mode %s\n", o.backing_dir, o.mountpoint,
 			s.nr_queues, o.queue_depth, o.payload_size,

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Every mode the option knows; later issues flip "implemented" to true. */
+/* Every mode the option knows, in ladder order (see enum srv_mode). */
 static const struct {
 	const char *name;
 	enum srv_mode mode;
@@ -19,9 +19,9 @@ static const struct {
 } modes[] = {
 	{ "iovec", SRV_MODE_IOVEC, true },
 	{ "bufring", SRV_MODE_BUFRING, true },
-	{ "pinned-headers", SRV_MODE_PINNED_HEADERS, false },
-	{ "pinned-buffers", SRV_MODE_PINNED_BUFFERS, false },
-	{ "zero-copy", SRV_MODE_ZERO_COPY, false },
+	{ "pinned-headers", SRV_MODE_PINNED_HEADERS, true },
+	{ "pinned-buffers", SRV_MODE_PINNED_BUFFERS, true },
+	{ "zero-copy", SRV_MODE_ZERO_COPY, true },
 };
 #define NR_MODES (sizeof(modes) / sizeof(modes[0]))
 
@@ -41,6 +41,46 @@ bool mode_uses_bufring(enum srv_mode m)
 {
 	return m != SRV_MODE_IOVEC;
 }
+
+/* The ladder: each mode keeps what the one before it does. */
+bool mode_pins_headers(enum srv_mode m)
+{
+	return m == SRV_MODE_PINNED_HEADERS || m == SRV_MODE_PINNED_BUFFERS ||
+	       m == SRV_MODE_ZERO_COPY;
+}
+
+bool mode_pins_buffers(enum srv_mode m)
+{
+	return m == SRV_MODE_PINNED_BUFFERS || m == SRV_MODE_ZERO_COPY;
+}
+
+bool mode_zero_copy(enum srv_mode m)
+{
+	return m == SRV_MODE_ZERO_COPY;
+}
+
+/* doc: mode-flags-begin */
+/*
+ * The flags every REGISTER of a mode carries (fuse_uring_cmd_req.flags).
+ * The kernel treats them as independent bits with two rules: the pinned
+ * ones need FUSE_URING_BUFRING, and FUSE_URING_ZERO_COPY needs all three
+ * others. The modes are a ladder of them, one flag added per rung.
+ */
+uint64_t mode_register_flags(enum srv_mode m)
+{
+	uint64_t flags = 0;
+
+	if (mode_uses_bufring(m))
+		flags |= FUSE_URING_BUFRING;
+	if (mode_pins_headers(m))
+		flags |= FUSE_URING_PINNED_HEADERS;
+	if (mode_pins_buffers(m))
+		flags |= FUSE_URING_PINNED_BUFFERS;
+	if (mode_zero_copy(m))
+		flags |= FUSE_URING_ZERO_COPY;
+	return flags;
+}
+/* doc: mode-flags-end */
 
 /* Payload buffers per queue: one per entry in iovec mode, else --nbufs. */
 unsigned int opts_payload_bufs(const struct srv_opts *o)
@@ -72,9 +112,27 @@ void print_usage(FILE *f)
 "                               one payload region of --nbufs buffers; the\n"
 "                               kernel lends a buffer per request that has\n"
 "                               payload (needs the buffer-ring patch)\n"
-"  --nbufs=N           bufring: payload buffers per queue, 1..%d, default\n"
-"                      the queue depth; fewer than entries is the point:\n"
-"                      requests with payload then wait for a free buffer\n"
+"                      pinned-headers  bufring, and the kernel pins the\n"
+"                               headers region (memcpy instead of user\n"
+"                               copies for headers)\n"
+"                      pinned-buffers  pinned-headers, and the kernel pins\n"
+"                               the payload region too\n"
+"                      zero-copy  pinned-buffers, and READ/WRITE data stays\n"
+"                               in the callers' pages: the kernel lends them\n"
+"                               as io_uring fixed buffers, the server moves\n"
+"                               it with READ_FIXED/WRITE_FIXED (needs\n"
+"                               CAP_SYS_ADMIN)\n"
+"                      The kernel's flags are independent; these modes are\n"
+"                      a ladder, each the one above plus one flag. Pinned\n"
+"                      memory counts against RLIMIT_MEMLOCK (ulimit -l)\n"
+"                      unless the server has CAP_IPC_LOCK.\n"
+"  --nbufs=N           bufring and above: payload buffers per queue,\n"
+"                      1..%d, default the queue depth; fewer than entries\n"
+"                      is the point: requests with payload then wait for a\n"
+"                      free buffer\n"
+"  --fallback          zero-copy: without CAP_SYS_ADMIN, run in\n"
+"                      pinned-buffers mode (with a notice) instead of\n"
+"                      refusing to start\n"
 "  --foreground        stay in the foreground (default: daemon once mounted)\n"
 "  --trace             one line per request on stderr\n"
 "  --help              this text\n"
@@ -106,7 +164,8 @@ static int parse_size(const char *s, unsigned long long *v)
 	return *end ? -EINVAL : 0;
 }
 
-#define SUPPORTED_MODES "iovec, bufring"
+#define SUPPORTED_MODES \
+	"iovec, bufring, pinned-headers, pinned-buffers, zero-copy"
 
 static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 {
@@ -134,13 +193,14 @@ static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen)
 {
-	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_NBUFS, OPT_FG,
-	       OPT_TRACE, OPT_HELP };
+	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_NBUFS, OPT_FALLBACK,
+	       OPT_FG, OPT_TRACE, OPT_HELP };
 	static const struct option longopts[] = {
 		{ "queue-depth", required_argument, NULL, OPT_DEPTH },
 		{ "payload-size", required_argument, NULL, OPT_PAYLOAD },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "nbufs", required_argument, NULL, OPT_NBUFS },
+		{ "fallback", no_argument, NULL, OPT_FALLBACK },
 		{ "foreground", no_argument, NULL, OPT_FG },
 		{ "trace", no_argument, NULL, OPT_TRACE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -196,6 +256,9 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			}
 			o->nbufs = (unsigned int)v;
 			break;
+		case OPT_FALLBACK:
+			o->fallback = true;
+			break;
 		case OPT_FG:
 			o->foreground = true;
 			break;
@@ -218,9 +281,14 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 	}
 	/* after the loop: --nbufs and --mode may come in either order */
 	if (o->nbufs && !mode_uses_bufring(o->mode)) {
-		snprintf(err, errlen, "--nbufs needs --mode=bufring (in %s mode "
-			 "every entry has its own payload buffer)",
-			 mode_name(o->mode));
+		snprintf(err, errlen, "--nbufs needs --mode=bufring or a mode "
+			 "above it (in %s mode every entry has its own payload "
+			 "buffer)", mode_name(o->mode));
+		return -EINVAL;
+	}
+	if (o->fallback && !mode_zero_copy(o->mode)) {
+		snprintf(err, errlen, "--fallback needs --mode=zero-copy (it "
+			 "says what to do without CAP_SYS_ADMIN)");
 		return -EINVAL;
 	}
 	if (!o->nbufs && mode_uses_bufring(o->mode))

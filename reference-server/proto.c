@@ -160,10 +160,30 @@ bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
 {
 	const struct fuse_in_header *in = (const void *)hdr->in_out;
 
+	/*
+	 * Zero-copy: the data of a READ or WRITE is not in a buffer, and
+	 * needs none (fuse_uring_req_has_payload()). A READ then has nothing
+	 * else to carry; a WRITE still has its reply, fuse_write_out, for
+	 * which it gets a buffer, although payload_sz counts its data.
+	 */
+	if (req_zero_copied(hdr))
+		return in->opcode == FUSE_WRITE;
 	return hdr->ring_ent_in_out.payload_sz > 0 ||
 	       fuse_op_has_out_args(in->opcode);
 }
 /* doc: bufring-has-buf-end */
+
+/*
+ * Zero-copy mode: the kernel marks a request whose data it lent as a
+ * fixed buffer (FUSE_URING_ENT_ZERO_COPY, kernel-patches/0008). Only a
+ * READ or WRITE whose data is in folios gets the mark; one on an
+ * ITER_KVEC buffer (kernel_read(), kernel_write()) is copied through the
+ * payload buffer as in pinned-buffers mode.
+ */
+bool req_zero_copied(const struct fuse_uring_req_header *hdr)
+{
+	return hdr->ring_ent_in_out.flags & FUSE_URING_ENT_ZERO_COPY;
+}
 
 /*
  * A request's names are NUL-terminated strings in data. Return the one that

@@ -3,6 +3,8 @@
  * pinned to its CPU with its own SQE128 ring and entries; every entry is
  * handed over once with FUSE_IO_URING_CMD_REGISTER and then loops on
  * FUSE_IO_URING_CMD_COMMIT_AND_FETCH (reply to one request, get the next).
+ * In zero-copy mode a READ or WRITE takes one more step in between: the
+ * server's own READ_FIXED/WRITE_FIXED on the request's folios.
  */
 #include "fuse-uring.h"
 
@@ -14,14 +16,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* The command must fit the 80 bytes an SQE128 entry has after sqe->cmd. */
 _Static_assert(sizeof(struct fuse_uring_cmd_req) <= 80,
 	       "fuse_uring_cmd_req must fit sqe->cmd");
 
-/* user_data of the stop eventfd's poll; entries use their own address */
+/* doc: user-data-begin */
+/*
+ * What a CQE completes, from its user_data. Entries are 8-byte aligned,
+ * so the low bit of an entry's address is free to say which of its
+ * operations it was:
+ *
+ *   STOP_TAG (0)        the poll on the stop eventfd
+ *   ent                 a FUSE command of ent: REGISTER, COMMIT_AND_FETCH
+ *   ent | UD_FIXED_IO   ent's READ_FIXED/WRITE_FIXED (zero-copy)
+ *
+ * An entry has one operation in flight at a time, so its state would
+ * tell too; the tag makes every CQE say what it is by itself.
+ */
 #define STOP_TAG 0
+#define UD_FIXED_IO 1ULL
+_Static_assert(_Alignof(struct srv_ent) > UD_FIXED_IO,
+	       "the low bit of an entry's address must be free");
+/* doc: user-data-end */
 
 /* ---- how many queues: the kernel's num_possible_cpus() ---------------- */
 
@@ -136,7 +155,8 @@ static void prep_register_bufring(struct io_uring_sqe *sqe, struct srv_ent *ent)
 	const struct srv_opts *o = ent->queue->s->opts;
 	struct fuse_uring_cmd_req *req = (void *)sqe->cmd;
 
-	req->flags = FUSE_URING_BUFRING;
+	/* FUSE_URING_BUFRING, and in the modes above it their flags too */
+	req->flags = mode_register_flags(o->mode);
 	req->init.buf_size = (uint32_t)o->payload_size;
 	req->init.queue_depth = (uint16_t)o->queue_depth;
 	sqe->buf_index = (uint16_t)ent->id;
@@ -190,6 +210,25 @@ static void queue_pin(struct srv_queue *q)
 			q->qid);
 }
 
+/* doc: pinned-regions-begin */
+/*
+ * A region of queue memory: an anonymous mapping of its own, so it starts
+ * on a page boundary, which the kernel requires of a region it pins
+ * (-EINVAL otherwise), and shares no page with any other memory of ours.
+ * The kernel pins every page the region touches, charges them to our
+ * RLIMIT_MEMLOCK (see pinned.c) and keeps them until the connection ends:
+ * keep the mapping where it is until then, since what is later mapped at
+ * the same address is not what the kernel writes to.
+ */
+static void *region_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+/* doc: pinned-regions-end */
+
 /*
  * Memory and ring, all of which can fail, so it happens before the INIT
  * reply promises io_uring: failing after it leaves a mount that waits for
@@ -201,25 +240,26 @@ static int queue_setup(struct srv_queue *q, const char **what)
 	struct srv_session *s = q->s;
 	const struct srv_opts *o = s->opts;
 	size_t depth = o->queue_depth, psize = o->payload_size;
-	size_t page = (size_t)s->page_size, halloc;
+	size_t page = (size_t)s->page_size;
 	bool bufring = mode_uses_bufring(o->mode);
 	int err;
 
 	/*
 	 * One header slot per entry and payload buffers, each kind in one
 	 * region per queue: depth buffers in iovec mode (one per entry),
-	 * --nbufs in bufring mode (lent per request).
+	 * --nbufs in bufring mode and above (lent per request).
 	 */
 	*what = "allocate queue memory";
 	q->headers_size = depth * sizeof(struct fuse_uring_req_header);
+	q->headers_map_size = page_round_up(q->headers_size, page);
 	q->payload_mem_size = opts_queue_payload_bytes(o);
-	halloc = (q->headers_size + page - 1) / page * page;
-	q->headers_mem = aligned_alloc(page, halloc);
-	q->payload_mem = aligned_alloc(page, q->payload_mem_size);
+	q->headers_mem = region_map(q->headers_map_size);
+	q->payload_mem = region_map(q->payload_mem_size);
 	q->ents = calloc(depth, sizeof(*q->ents));
 	if (!q->headers_mem || !q->payload_mem || !q->ents)
 		return -ENOMEM;
-	memset(q->headers_mem, 0, halloc);
+	/* zero already; touch every page here, on the queue's CPU */
+	memset(q->headers_mem, 0, q->headers_map_size);
 	memset(q->payload_mem, 0, q->payload_mem_size);
 
 	for (unsigned int i = 0; i < depth; i++) {
@@ -251,6 +291,24 @@ static int queue_setup(struct srv_queue *q, const char **what)
 	if (err)
 		return err;
 	q->ring_ready = true;
+
+	/* doc: fixed-table-begin */
+	/*
+	 * Zero-copy: the kernel lends a READ's or WRITE's folios to us as the
+	 * fixed buffer whose index is the entry's id, in the buffer table of
+	 * the ring that entry's commands come on. So this ring needs a table
+	 * of queue_depth slots, empty (sparse: no memory of ours in it), and
+	 * its own: another queue's entry ids are the same numbers. Without
+	 * it every zero-copy READ and WRITE would fail with -EINVAL.
+	 */
+	if (mode_zero_copy(o->mode)) {
+		*what = "io_uring_register_buffers_sparse";
+		err = io_uring_register_buffers_sparse(&q->ring,
+						       (unsigned int)depth);
+		if (err)
+			return err;
+	}
+	/* doc: fixed-table-end */
 	return 0;
 }
 /* doc: queue-setup-end */
@@ -372,25 +430,132 @@ static int ent_payload(struct srv_ent *ent, void **payload, int *buf)
 }
 /* doc: bufring-request-end */
 
+/*
+ * One --trace line per ring request: in= is the request's payload_sz, out=
+ * the reply's. Bufring and above add the buffer the request had (buf=N,
+ * buf=- for none), zero-copy mode whether its data was zero-copied
+ * (zc=1: it was in the request's folios, moved by READ_FIXED/WRITE_FIXED).
+ */
 static void trace_ring(const struct srv_ent *ent, uint32_t opcode,
-		       uint64_t unique, uint64_t commit_id,
-		       const struct srv_req *r, int buf, int err)
+		       uint64_t unique, uint64_t commit_id, size_t arg_len,
+		       uint32_t in, size_t out, int buf, bool zc, int err)
 {
 	const struct srv_queue *q = ent->queue;
-	char bufstr[16] = "";
+	enum srv_mode mode = q->s->opts->mode;
+	char bufstr[16] = "", zcstr[8] = "";
 
 	/* bufring: which buffer the request had, "-" for none */
-	if (mode_uses_bufring(q->s->opts->mode) && buf >= 0)
+	if (mode_uses_bufring(mode) && buf >= 0)
 		snprintf(bufstr, sizeof(bufstr), " buf=%d", buf);
-	else if (mode_uses_bufring(q->s->opts->mode))
+	else if (mode_uses_bufring(mode))
 		snprintf(bufstr, sizeof(bufstr), " buf=-");
+	if (mode_zero_copy(mode))
+		snprintf(zcstr, sizeof(zcstr), " zc=%d", zc);
 	fprintf(stderr, "trace ring q=%u ent=%u op=%s unique=%llu "
-		"commit_id=%llu arg=%zu in=%u out=%zu error=%d%s\n",
+		"commit_id=%llu arg=%zu in=%u out=%zu error=%d%s%s\n",
 		q->qid, ent->id, fuse_opcode_name(opcode),
 		(unsigned long long)unique, (unsigned long long)commit_id,
-		r->arg_len, ent->header->ring_ent_in_out.payload_sz,
-		err ? 0 : r->out_len, err, bufstr);
+		arg_len, in, err ? 0 : out, err, bufstr, zcstr);
 }
+
+/* doc: zero-copy-fixed-io-begin */
+/*
+ * Zero-copy: a READ or WRITE marked FUSE_URING_ENT_ZERO_COPY brings no
+ * data in a payload buffer. The kernel has registered the request's
+ * folios (page cache, or the pages of a process doing direct I/O) in this
+ * queue's ring, as the fixed buffer whose index is the entry's id, and the
+ * server moves the data itself, straight between those folios and the
+ * backing file, with one io_uring operation:
+ *
+ * - WRITE: IORING_OP_WRITE_FIXED on the backing fd reads the buffer;
+ *   READ: IORING_OP_READ_FIXED fills it. The kernel registered a write's
+ *   folios IO_IMU_SOURCE, which only operations that read from the buffer
+ *   may use, and a read's IO_IMU_DEST, for operations that write to it:
+ *   the other way round fails with -EFAULT, as does an empty slot.
+ * - buf_index is the entry id. addr is an offset into the buffer, and
+ *   byte 0 of the buffer is the first byte of the request's data, so
+ *   addr = 0 and len = the request's size; the file offset is the
+ *   request's offset, as with pread/pwrite.
+ * - The commit waits for that operation's CQE. Committing ends the
+ *   request: the kernel unregisters the buffer, and the caller goes on
+ *   with its pages, a reader before its data arrived, a writer free to
+ *   reuse memory we are still reading. So the entry waits in ENT_FIXED_IO
+ *   and fixed_io_done() commits, on this same ring: the kernel
+ *   unregisters the buffer only through the ring it registered it in.
+ *
+ * Returns 0 with the operation queued, or -errno to reply with.
+ */
+static int start_fixed_io(struct srv_ent *ent, const struct srv_req *r,
+			  uint64_t commit_id, void *payload, int buf)
+{
+	struct srv_queue *q = ent->queue;
+	struct io_uring_sqe *sqe;
+	uint32_t opcode = r->in->opcode;
+
+	if (opcode == FUSE_READ) {
+		const struct fuse_read_in *in = r->arg;
+
+		sqe = queue_sqe(q);
+		io_uring_prep_read_fixed(sqe, (int)in->fh, NULL, in->size,
+					 in->offset, (int)ent->id);
+	} else if (opcode == FUSE_WRITE && payload) {
+		const struct fuse_write_in *in = r->arg;
+
+		sqe = queue_sqe(q);
+		io_uring_prep_write_fixed(sqe, (int)in->fh, NULL, in->size,
+					  in->offset, (int)ent->id);
+	} else {
+		/* only READ and WRITE are marked; a WRITE has a reply buffer */
+		return -EPROTO;
+	}
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)ent | UD_FIXED_IO);
+	ent->fixed.opcode = opcode;
+	ent->fixed.unique = r->in->unique;
+	ent->fixed.commit_id = commit_id;
+	ent->fixed.arg_len = r->arg_len;
+	ent->fixed.payload = payload;
+	ent->fixed.buf = buf;
+	ent->state = ENT_FIXED_IO;
+	return 0;
+}
+
+/*
+ * The fixed operation's CQE: res is the bytes moved or -errno. Now reply,
+ * as pread()/pwrite() would have: a READ's reply data is already in the
+ * caller's folios, so its payload_sz is just their count (nothing to copy
+ * into a buffer); a WRITE's is struct fuse_write_out in the payload
+ * buffer the kernel lent it, as usual. Then commit, and fetch the next.
+ */
+static void fixed_io_done(struct srv_ent *ent, int res)
+{
+	struct srv_queue *q = ent->queue;
+	struct fuse_write_out *wo;
+	int err = res < 0 ? res : 0;
+	size_t out_len = 0;
+
+	if (ent->state != ENT_FIXED_IO) {
+		fprintf(stderr, SRV_NAME ": queue %u entry %u: a fixed-buffer "
+			"CQE in state %d (bug)\n", q->qid, ent->id, ent->state);
+		abort();
+	}
+	if (!err && ent->fixed.opcode == FUSE_WRITE) {
+		wo = ent->fixed.payload;
+		memset(wo, 0, sizeof(*wo));
+		wo->size = (uint32_t)res;
+		out_len = sizeof(*wo);
+	} else if (!err) {
+		out_len = (size_t)res;	/* READ: already in place */
+	}
+	if (q->s->opts->trace)
+		trace_ring(ent, ent->fixed.opcode, ent->fixed.unique,
+			   ent->fixed.commit_id, ent->fixed.arg_len,
+			   ent->header->ring_ent_in_out.payload_sz, out_len,
+			   ent->fixed.buf, true, err);
+	build_ring_reply(ent->header, ent->fixed.unique, err, out_len);
+	prep_fuse_cmd(queue_sqe(q), ent, FUSE_IO_URING_CMD_COMMIT_AND_FETCH,
+		      ent->fixed.commit_id);
+}
+/* doc: zero-copy-fixed-io-end */
 
 /* doc: loop-begin */
 /*
@@ -407,7 +572,9 @@ static void handle_request(struct srv_ent *ent)
 	/* the reply overwrites in_out and payload_sz: keep what we need */
 	uint64_t unique = in->unique;
 	uint64_t commit_id = h->ring_ent_in_out.commit_id;
+	uint32_t payload_sz = h->ring_ent_in_out.payload_sz;
 	uint32_t opcode = in->opcode;
+	bool zc = req_zero_copied(h);
 	const struct srv_op *op = NULL;
 	struct io_uring_sqe *sqe;
 	struct srv_req r = { 0 };
@@ -440,10 +607,17 @@ static void handle_request(struct srv_ent *ent)
 		err = parse_ring_request(h, payload,
 					 payload ? q->s->opts->payload_size : 0,
 					 &r);
-	if (!err)
+	/* zero-copy: the data is not in the buffer; move it, reply later */
+	if (!err && zc) {
+		err = start_fixed_io(ent, &r, commit_id, payload, buf);
+		if (!err)
+			return;
+	} else if (!err) {
 		err = srv_dispatch(&r, &op);
+	}
 	if (q->s->opts->trace)
-		trace_ring(ent, opcode, unique, commit_id, &r, buf, err);
+		trace_ring(ent, opcode, unique, commit_id, r.arg_len,
+			   payload_sz, r.out_len, buf, zc, err);
 	build_ring_reply(h, unique, err, err ? 0 : r.out_len);
 
 	sqe = queue_sqe(q);
@@ -458,11 +632,14 @@ static bool handle_cqes(struct srv_queue *q)
 	bool run = true;
 
 	io_uring_for_each_cqe(&q->ring, head, cqe) {
-		struct srv_ent *ent = io_uring_cqe_get_data(cqe);
+		uint64_t ud = cqe->user_data;
+		struct srv_ent *ent = (void *)(uintptr_t)(ud & ~UD_FIXED_IO);
 
 		n++;
-		if (cqe->user_data == STOP_TAG)
+		if (ud == STOP_TAG)
 			run = false;
+		else if (ud & UD_FIXED_IO)
+			fixed_io_done(ent, cqe->res);	/* res: bytes or -errno */
 		else if (cqe->res < 0)
 			ent_dead(ent, cqe->res);
 		else
@@ -544,9 +721,11 @@ static void *queue_thread(void *arg)
 	err = queue_register(q);
 	if (!err && s->opts->trace && mode_uses_bufring(s->opts->mode))
 		fprintf(stderr, "trace ring q=%u registered %u entries "
-			"(mode %s: headers=%zu B, payload=%u x %zu B)\n",
+			"(mode %s: headers=%zu B, payload=%u x %zu B%s)\n",
 			q->qid, s->opts->queue_depth, mode_name(s->opts->mode),
-			q->headers_size, s->opts->nbufs, s->opts->payload_size);
+			q->headers_size, s->opts->nbufs, s->opts->payload_size,
+			mode_zero_copy(s->opts->mode) ? ", fixed-buffer table" :
+			"");
 	else if (!err && s->opts->trace)
 		fprintf(stderr, "trace ring q=%u registered %u entries "
 			"(header %zu B, payload %zu B)\n", q->qid,
@@ -624,6 +803,21 @@ int ring_register_all(struct srv_session *s)
 		fprintf(stderr, SRV_NAME ": the kernel refused "
 			"FUSE_IO_URING_CMD_REGISTER (EOPNOTSUPP): FUSE over "
 			"io_uring is disabled or missing\n");
+	else if (err == -ENOMEM && mode_pins_headers(s->opts->mode))
+		pinned_enomem_message(s->opts, s->nr_queues,
+				      (size_t)s->page_size);
+	else if (err == -EPERM && mode_zero_copy(s->opts->mode))
+		fprintf(stderr, SRV_NAME ": the kernel refused zero-copy "
+			"(EPERM): it needs CAP_SYS_ADMIN in the initial user "
+			"namespace; run with it, or use --mode=pinned-buffers\n");
+	else if (err == -EINVAL && mode_pins_headers(s->opts->mode))
+		fprintf(stderr, SRV_NAME ": the kernel refused "
+			"FUSE_IO_URING_CMD_REGISTER with flags %#llx (EINVAL): "
+			"it lacks --mode=%s (pinned headers: kernel-patches/0005, "
+			"pinned buffers: 0006, zero-copy: 0008), or it refused "
+			"the regions\n",
+			(unsigned long long)mode_register_flags(s->opts->mode),
+			mode_name(s->opts->mode));
 	else if (err == -EINVAL && mode_uses_bufring(s->opts->mode))
 		fprintf(stderr, SRV_NAME ": the kernel refused "
 			"FUSE_IO_URING_CMD_REGISTER with FUSE_URING_BUFRING "
@@ -661,8 +855,10 @@ void ring_stop_queues(struct srv_session *s)
 		if (q->stop_efd >= 0)
 			close(q->stop_efd);
 		free(q->ents);
-		free(q->headers_mem);
-		free(q->payload_mem);
+		if (q->headers_mem)
+			munmap(q->headers_mem, q->headers_map_size);
+		if (q->payload_mem)
+			munmap(q->payload_mem, q->payload_mem_size);
 	}
 	free(s->queues);
 	s->queues = NULL;

@@ -1,9 +1,11 @@
 /*
  * Description: host unit tests of the server's pure parts: opcode names,
- * request parsing, which requests get a buffer in bufring mode, reply
- * building, dirent packing, FUSE_INIT negotiation, option parsing (with
- * --mode=bufring and --nbufs), CPU-list counting, and the handlers called
- * directly on a temporary directory (no /dev/fuse, no mount).
+ * request parsing, which requests get a buffer in bufring mode (and with
+ * zero-copy), reply building, dirent packing, FUSE_INIT negotiation, option
+ * parsing (every mode, --nbufs, --fallback), each mode's REGISTER flags,
+ * the pinned-memory arithmetic against RLIMIT_MEMLOCK, CPU-list counting,
+ * and the handlers called directly on a temporary directory (no
+ * /dev/fuse, no mount).
  * Prints "ok NAME" or "not ok NAME: why" per case; exits 1 on any failure.
  * Build and run: make -C reference-server test (ASan/UBSan).
  */
@@ -15,6 +17,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static int failures;
@@ -262,6 +265,19 @@ static void test_bufring_has_buf(void)
 	h.ring_ent_in_out.payload_sz = 0;
 	result("bufring_unknown_op_without_payload_no_buf",
 	       !bufring_req_has_buf(&h), "buffer");
+
+	/* zero-copy: the data stays in the folios, only a WRITE's reply needs a buffer */
+	in->opcode = FUSE_READ;
+	result("zc_not_marked_read_has_buf", !req_zero_copied(&h) &&
+	       bufring_req_has_buf(&h), "wrong");
+	h.ring_ent_in_out.flags = FUSE_URING_ENT_ZERO_COPY;
+	result("zc_read_is_zero_copied_and_has_no_buf", req_zero_copied(&h) &&
+	       !bufring_req_has_buf(&h), "wrong");
+	in->opcode = FUSE_WRITE;
+	h.ring_ent_in_out.payload_sz = 4096;	/* counts the data in the folios */
+	result("zc_write_has_buf_for_write_out", bufring_req_has_buf(&h),
+	       "no buffer");
+	h.ring_ent_in_out.flags = 0;
 }
 
 static void test_parse_ring_no_buf(void)
@@ -534,14 +550,11 @@ static void test_options(void)
 	result("mode_uses_bufring", mode_uses_bufring(SRV_MODE_BUFRING) &&
 	       !mode_uses_bufring(SRV_MODE_IOVEC), "wrong");
 
-	ret = parse(&o, err, "--mode=zero-copy", "/b", "/m", NULL);
-	result("options_mode_later_is_not_implemented",
-	       ret == -EINVAL && strstr(err, "not implemented"),
-	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "--mode=turbo", "/b", "/m", NULL);
 	result("options_mode_unknown_rejected",
 	       ret == -EINVAL && strstr(err, "unknown --mode 'turbo'") &&
-	       strstr(err, "supported: iovec, bufring"),
+	       strstr(err, "supported: iovec, bufring, pinned-headers, "
+		      "pinned-buffers, zero-copy"),
 	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "--frobnicate", "/b", "/m", NULL);
 	result("options_unknown_option_named",
@@ -557,6 +570,142 @@ static void test_options(void)
 	result("options_help_needs_no_dirs", !ret && o.help, "ret=%d", ret);
 	EXPECT_STR("mode_name_iovec", "iovec", mode_name(SRV_MODE_IOVEC));
 	EXPECT_STR("mode_name_bufring", "bufring", mode_name(SRV_MODE_BUFRING));
+}
+
+/* ---- the mode ladder, pinned memory, capabilities ----------------------- */
+
+static void test_modes(void)
+{
+	static const struct {
+		const char *arg;
+		enum srv_mode mode;
+		uint64_t flags;
+	} ladder[] = {
+		{ "--mode=iovec", SRV_MODE_IOVEC, 0 },
+		{ "--mode=bufring", SRV_MODE_BUFRING, FUSE_URING_BUFRING },
+		{ "--mode=pinned-headers", SRV_MODE_PINNED_HEADERS,
+		  FUSE_URING_BUFRING | FUSE_URING_PINNED_HEADERS },
+		{ "--mode=pinned-buffers", SRV_MODE_PINNED_BUFFERS,
+		  FUSE_URING_BUFRING | FUSE_URING_PINNED_HEADERS |
+		  FUSE_URING_PINNED_BUFFERS },
+		{ "--mode=zero-copy", SRV_MODE_ZERO_COPY,
+		  FUSE_URING_BUFRING | FUSE_URING_PINNED_HEADERS |
+		  FUSE_URING_PINNED_BUFFERS | FUSE_URING_ZERO_COPY },
+	};
+	struct srv_opts o;
+	char err[256], name[64];
+	int ret;
+
+	for (size_t i = 0; i < sizeof(ladder) / sizeof(ladder[0]); i++) {
+		ret = parse(&o, err, ladder[i].arg, "/b", "/m", NULL);
+		snprintf(name, sizeof(name), "mode_%s_parses_and_flags",
+			 ladder[i].arg + 7);
+		result(name, !ret && o.mode == ladder[i].mode &&
+		       mode_register_flags(o.mode) == ladder[i].flags &&
+		       !strcmp(mode_name(o.mode), ladder[i].arg + 7),
+		       "ret=%d err=%s flags=%#llx", ret, err,
+		       (unsigned long long)mode_register_flags(o.mode));
+	}
+	result("modes_above_bufring_use_bufring",
+	       mode_uses_bufring(SRV_MODE_PINNED_HEADERS) &&
+	       mode_uses_bufring(SRV_MODE_ZERO_COPY), "wrong");
+	result("pinned_headers_pins_no_buffers",
+	       mode_pins_headers(SRV_MODE_PINNED_HEADERS) &&
+	       !mode_pins_buffers(SRV_MODE_PINNED_HEADERS) &&
+	       !mode_pins_headers(SRV_MODE_BUFRING), "wrong");
+	ret = parse(&o, err, "--mode=pinned-buffers", "--nbufs=2", "/b", "/m",
+		    NULL);
+	result("options_nbufs_with_pinned_buffers", !ret && o.nbufs == 2,
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=zero-copy", "/b", "/m", NULL);
+	result("options_zero_copy_nbufs_default_depth",
+	       !ret && o.nbufs == SRV_DEFAULT_QUEUE_DEPTH && !o.fallback,
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--fallback", "--mode=zero-copy", "/b", "/m",
+		    NULL);
+	result("options_fallback_with_zero_copy", !ret && o.fallback,
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=pinned-buffers", "--fallback", "/b",
+		    "/m", NULL);
+	result("options_fallback_needs_zero_copy",
+	       ret == -EINVAL && strstr(err, "--fallback needs --mode=zero-copy"),
+	       "ret=%d err=%s", ret, err);
+
+	/* zero-copy without CAP_SYS_ADMIN: refuse, or step down with --fallback */
+	parse(&o, err, "--mode=zero-copy", "/b", "/m", NULL);
+	result("zero_copy_with_cap_sys_admin_stays",
+	       zero_copy_decide(&o, true) == 0 && o.mode == SRV_MODE_ZERO_COPY,
+	       "mode %s", mode_name(o.mode));
+	EXPECT_INT("zero_copy_without_cap_eperm", -EPERM,
+		   zero_copy_decide(&o, false));
+	o.fallback = true;
+	result("zero_copy_without_cap_falls_back_to_pinned_buffers",
+	       zero_copy_decide(&o, false) == 0 &&
+	       o.mode == SRV_MODE_PINNED_BUFFERS, "mode %s", mode_name(o.mode));
+	parse(&o, err, "--mode=pinned-buffers", "/b", "/m", NULL);
+	EXPECT_INT("pinned_buffers_needs_no_cap", 0, zero_copy_decide(&o, false));
+}
+
+static void test_pinned_bytes(void)
+{
+	struct srv_opts o;
+	char err[256], msg[512];
+	uint64_t need;
+
+	EXPECT_INT("page_round_up_exact", 8192, page_round_up(8192, 4096));
+	EXPECT_INT("page_round_up_partial", 8192, page_round_up(4097, 4096));
+	EXPECT_INT("page_round_up_zero", 0, page_round_up(0, 4096));
+
+	/* 8 entries x 288 B = 2304 B: one page; 8 buffers of 1 MiB */
+	parse(&o, err, "--mode=pinned-buffers", "/b", "/m", NULL);
+	result("pinned_buffers_queue_bytes",
+	       pinned_queue_headers_bytes(&o, 4096) == 4096 &&
+	       pinned_queue_payload_bytes(&o, 4096) == 8 << 20,
+	       "headers %zu payload %zu", pinned_queue_headers_bytes(&o, 4096),
+	       pinned_queue_payload_bytes(&o, 4096));
+	EXPECT_INT("pinned_buffers_total_two_queues", 2 * (4096 + (8 << 20)),
+		   pinned_total_bytes(&o, 2, 4096));
+	parse(&o, err, "--mode=zero-copy", "--nbufs=2", "--payload-size=128K",
+	      "/b", "/m", NULL);
+	EXPECT_INT("zero_copy_pins_like_pinned_buffers", 3 * (4096 + 262144),
+		   pinned_total_bytes(&o, 3, 4096));
+	parse(&o, err, "--mode=pinned-headers", "--queue-depth=15", "/b", "/m",
+	      NULL);
+	/* 15 x 288 = 4320 B: two pages, and no payload */
+	EXPECT_INT("pinned_headers_two_pages_no_payload", 2 * 8192,
+		   pinned_total_bytes(&o, 2, 4096));
+	parse(&o, err, "--mode=bufring", "/b", "/m", NULL);
+	EXPECT_INT("bufring_pins_nothing", 0, pinned_total_bytes(&o, 2, 4096));
+	parse(&o, err, "--mode=pinned-buffers", "--queue-depth=1024",
+	      "--nbufs=65535", "--payload-size=16M", "/b", "/m", NULL);
+	EXPECT_INT("pinned_bytes_no_overflow",
+		   64ULL * (294912 + ((uint64_t)65535 << 24)),
+		   pinned_total_bytes(&o, 64, 4096));
+
+	/* the kernel compares pages: limit >> PAGE_SHIFT */
+	result("memlock_exact_limit_allows", memlock_allows(8192, 8192, 4096),
+	       "refused");
+	result("memlock_one_byte_short_refuses",
+	       !memlock_allows(8192, 8191, 4096), "allowed");
+	result("memlock_limit_rounds_down_to_pages",
+	       memlock_allows(8192, 12287, 4096) &&
+	       !memlock_allows(12288, 12287, 4096), "wrong");
+	result("memlock_infinity_allows",
+	       memlock_allows(1ULL << 40, (uint64_t)RLIM_INFINITY, 4096),
+	       "refused");
+	result("memlock_nothing_needed_allows", memlock_allows(0, 0, 4096),
+	       "refused");
+
+	parse(&o, err, "--mode=pinned-buffers", "/b", "/m", NULL);
+	need = pinned_total_bytes(&o, 2, 4096);
+	memlock_message(msg, sizeof(msg), &o, 2, 4096, 65536);
+	result("memlock_message_says_how_much_and_how",
+	       strstr(msg, "--mode=pinned-buffers pins 16785408 B") &&
+	       strstr(msg, "2 queues x (headers 4096 B + payload 8388608 B)") &&
+	       strstr(msg, "RLIMIT_MEMLOCK is 65536 B") &&
+	       strstr(msg, "'ulimit -l 16392'") &&
+	       strstr(msg, "CAP_IPC_LOCK") && need == 16785408,
+	       "%s", msg);
 }
 
 static void test_cpu_list(void)
@@ -750,6 +899,8 @@ int main(void)
 	test_stat_to_attr();
 	test_init();
 	test_options();
+	test_modes();
+	test_pinned_bytes();
 	test_cpu_list();
 	test_handlers();
 	test_readdir();

@@ -71,8 +71,9 @@ check_eq "no mount left after the memory failure" "none" "$(mount_type "$M")"
 
 check_fails_with "server rejects an unknown --mode" "unknown --mode 'turbo'" \
 	"$SRV" --mode=turbo "$B" "$M"
-check_fails_with "server rejects a mode it does not implement yet" "not implemented" \
-	"$SRV" --mode=pinned-headers "$B" "$M"
+check_fails_with "an unknown --mode names the five supported ones" \
+	"supported: iovec, bufring, pinned-headers, pinned-buffers, zero-copy" \
+	"$SRV" --mode=turbo "$B" "$M"
 
 # ---- first mount, with --trace ------------------------------------------------
 

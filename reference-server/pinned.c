@@ -1,0 +1,207 @@
+/*
+ * pinned.c: what the pinned modes and zero-copy ask of the system, checked
+ * before anything is mounted.
+ *
+ * pinned-headers, pinned-buffers and zero-copy make the kernel pin each
+ * queue's regions when the queue's first REGISTER arrives
+ * (kernel-patches/0005, 0006): pin_user_pages() with FOLL_LONGTERM, then
+ * vmap(). The pinned pages are charged like io_uring's registered buffers:
+ * to the user's locked memory against RLIMIT_MEMLOCK, unless the server
+ * has CAP_IPC_LOCK, and always to the process's VmPin. Over the limit the
+ * REGISTER fails with -ENOMEM, but REGISTER comes after the FUSE_INIT
+ * reply, with the mount already there: so compute the bill first and
+ * refuse to start with a message that says how to pay it.
+ *
+ * Zero-copy (kernel-patches/0008) hands the server the callers' own pages,
+ * which is why its REGISTER needs CAP_SYS_ADMIN (-EPERM otherwise): that
+ * too is checked up front, with --fallback to pinned-buffers.
+ *
+ * The arithmetic is pure and unit-tested (tests/unit.c); srv_capable()
+ * and pinned_preflight() ask the system.
+ */
+#include "fuse-uring.h"
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+size_t page_round_up(size_t len, size_t page)
+{
+	return (len + page - 1) / page * page;
+}
+
+/* doc: pinned-bytes-begin */
+/*
+ * What one queue pins, in bytes. The kernel pins every page a region
+ * touches, and the server's regions start on a page boundary (the kernel
+ * requires it), so that is the region's length rounded up to pages:
+ * queue_depth header slots of 288 bytes, and --nbufs payload buffers.
+ */
+size_t pinned_queue_headers_bytes(const struct srv_opts *o, size_t page)
+{
+	if (!mode_pins_headers(o->mode))
+		return 0;
+	return page_round_up((size_t)o->queue_depth *
+			     sizeof(struct fuse_uring_req_header), page);
+}
+
+size_t pinned_queue_payload_bytes(const struct srv_opts *o, size_t page)
+{
+	if (!mode_pins_buffers(o->mode))
+		return 0;
+	return page_round_up(opts_queue_payload_bytes(o), page);
+}
+
+/* Every queue pins its own regions: one queue per possible CPU. */
+uint64_t pinned_total_bytes(const struct srv_opts *o, unsigned int nr_queues,
+			    size_t page)
+{
+	return (uint64_t)nr_queues * (pinned_queue_headers_bytes(o, page) +
+				      pinned_queue_payload_bytes(o, page));
+}
+/* doc: pinned-bytes-end */
+
+/*
+ * The kernel's test, account_pinned_pages(): refused when the user's
+ * locked pages plus the new ones exceed RLIMIT_MEMLOCK >> PAGE_SHIFT. We
+ * cannot see what other processes of the user have pinned, so this checks
+ * our own bill alone; the kernel's -ENOMEM covers the rest.
+ */
+bool memlock_allows(uint64_t need, uint64_t limit, size_t page)
+{
+	if (limit == (uint64_t)RLIM_INFINITY)
+		return true;
+	return (need + page - 1) / page <= limit / page;
+}
+
+/* The one message: how much, where it comes from, how to allow it. */
+void memlock_message(char *buf, size_t len, const struct srv_opts *o,
+		     unsigned int nr_queues, size_t page, uint64_t limit)
+{
+	uint64_t need = pinned_total_bytes(o, nr_queues, page);
+
+	snprintf(buf, len,
+		 "--mode=%s pins %llu B of memory (%u queues x (headers "
+		 "%zu B + payload %zu B)), but RLIMIT_MEMLOCK is %llu B and the "
+		 "server lacks CAP_IPC_LOCK: raise the limit with 'ulimit -l "
+		 "%llu' (KiB) before starting it, or run it with CAP_IPC_LOCK",
+		 mode_name(o->mode), (unsigned long long)need, nr_queues,
+		 pinned_queue_headers_bytes(o, page),
+		 pinned_queue_payload_bytes(o, page),
+		 (unsigned long long)limit,
+		 (unsigned long long)((need + 1023) / 1024));
+}
+
+/*
+ * Zero-copy without CAP_SYS_ADMIN: refuse (-EPERM), or with --fallback
+ * step down the ladder to pinned-buffers, which needs no capability.
+ * Returns 0 if o->mode can run (possibly changed), -EPERM if not.
+ */
+int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin)
+{
+	if (!mode_zero_copy(o->mode) || cap_sys_admin)
+		return 0;
+	if (!o->fallback)
+		return -EPERM;
+	o->mode = SRV_MODE_PINNED_BUFFERS;
+	return 0;
+}
+
+/*
+ * Does the kernel's capable(cap) hold for us? It checks the effective set
+ * (CapEff in /proc/self/status), and only in the initial user namespace:
+ * in another one, capabilities are the namespace's and do not count. An
+ * initial namespace maps every uid to itself; with CONFIG_USER_NS off
+ * there is no uid_map at all.
+ */
+bool srv_capable(int cap)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	unsigned long inside, outside, count;
+	char map[64] = "";
+	FILE *f;
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	if (!(data[cap / 32].effective & (1U << (cap % 32))))
+		return false;
+	f = fopen("/proc/self/uid_map", "re");
+	if (!f)
+		return true;
+	if (!fgets(map, sizeof(map), f))
+		map[0] = '\0';
+	fclose(f);
+	/* the initial namespace's: "         0          0 4294967295" */
+	return sscanf(map, "%lu %lu %lu", &inside, &outside, &count) == 3 &&
+	       inside == 0 && outside == 0 && count == 4294967295UL;
+}
+
+/* doc: memlock-check-begin */
+/*
+ * Before the mount: can this mode run here? Zero-copy needs CAP_SYS_ADMIN
+ * (or --fallback); a pinned mode needs RLIMIT_MEMLOCK to cover what every
+ * queue pins, unless we have CAP_IPC_LOCK. 0, or -EPERM/-ENOMEM after
+ * one message on stderr.
+ */
+int pinned_preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
+{
+	struct rlimit rl;
+	char msg[512];
+	uint64_t need;
+
+	if (zero_copy_decide(o, srv_capable(CAP_SYS_ADMIN))) {
+		fprintf(stderr, SRV_NAME ": --mode=zero-copy needs CAP_SYS_ADMIN: "
+			"the kernel lends the server the callers' own pages (page "
+			"cache, a direct-I/O caller's memory) and refuses it "
+			"without (EPERM); run with CAP_SYS_ADMIN, or add "
+			"--fallback to run in pinned-buffers mode instead\n");
+		return -EPERM;
+	}
+	if (o->fallback && !mode_zero_copy(o->mode))
+		fprintf(stderr, SRV_NAME ": no CAP_SYS_ADMIN for --mode=zero-copy: "
+			"falling back to --mode=pinned-buffers (--fallback)\n");
+
+	need = pinned_total_bytes(o, nr_queues, page);
+	if (!need || srv_capable(CAP_IPC_LOCK))
+		return 0;	/* nothing pinned, or no limit applies */
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+		return 0;	/* the kernel will tell */
+	if (memlock_allows(need, rl.rlim_cur, page))
+		return 0;
+	memlock_message(msg, sizeof(msg), o, nr_queues, page, rl.rlim_cur);
+	fprintf(stderr, SRV_NAME ": %s\n", msg);
+	return -ENOMEM;
+}
+/* doc: memlock-check-end */
+
+/*
+ * REGISTER failed with -ENOMEM in a pinned mode: almost always the
+ * kernel's RLIMIT_MEMLOCK check, which counts what other processes of the
+ * same user have pinned too (and pages of a server killed a moment ago
+ * until its connection is torn down). With CAP_IPC_LOCK there is no such
+ * check, and it is memory that ran out.
+ */
+void pinned_enomem_message(const struct srv_opts *o, unsigned int nr_queues,
+			   size_t page)
+{
+	uint64_t need = pinned_total_bytes(o, nr_queues, page);
+	struct rlimit rl;
+	char msg[512];
+
+	if (srv_capable(CAP_IPC_LOCK) || getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
+		fprintf(stderr, SRV_NAME ": the kernel could not pin %llu B for "
+			"--mode=%s (ENOMEM): out of memory\n",
+			(unsigned long long)need, mode_name(o->mode));
+		return;
+	}
+	memlock_message(msg, sizeof(msg), o, nr_queues, page, rl.rlim_cur);
+	fprintf(stderr, SRV_NAME ": the kernel refused to pin the queue memory "
+		"(ENOMEM; it counts every process of the user against the "
+		"limit): %s\n", msg);
+}
