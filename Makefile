@@ -22,6 +22,7 @@ CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 help:
 	@echo "make demo           install, build, boot the guest and walk the labs"
 	@echo "make check          run every test (host, runner, guest); ends with 'N passed, N failed'"
+	@echo "make check-debug    the guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault injection)"
 	@echo "make deps           install the Debian packages and download the pinned kernel"
 	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR))"
 	@echo "make server         build the reference server into build/reference-server/"
@@ -65,6 +66,12 @@ vm: kernel server tests
 
 check: kernel server peer tests
 	@scripts/check
+
+# The guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault
+# injection; vm/kernel-debug.config), in build/obj/debug.
+check-debug:
+	@$(MAKE) --no-print-directory FLAVOR=debug kernel server peer tests
+	@FLAVOR=debug scripts/check
 
 demo: kernel server tests
 	@scripts/demo
