@@ -1,7 +1,8 @@
 /*
  * tests/bufring-register-errors.c: every mistake a server can make when it
- * registers a buffer ring (patch 0004), and the exact errno the kernel
- * answers it with.
+ * registers a buffer ring (patch 0004), with pinned headers or buffers
+ * (0005, 0006) or zero-copy (0008), and the exact errno the kernel answers
+ * it with; and what a zero-copied request does when things go wrong.
  *
  * It speaks the protocol itself, with liburing and nothing else (no libfuse,
  * no reference server): per case it opens /dev/fuse, mounts a FUSE file
@@ -30,6 +31,13 @@
  * Each case names the check in build/linux/fs/fuse/dev_uring.c that decides
  * its errno: the kernel source is the specification, not this file.
  *
+ * The pinned and zero-copy cases change this thread's effective
+ * capabilities (CAP_IPC_LOCK, CAP_SYS_ADMIN) and its RLIMIT_MEMLOCK soft
+ * limit for one REGISTER, and put them back after it: the kernel checks
+ * them in the task that submits, which is this one (io_uring issues the
+ * command inline). Those that serve requests run a small file system of
+ * their own (serve_mini()): a root with files "f", "g" and "x".
+ *
  * Build: make tests (static, against the patched uapi in build/headers).
  */
 #ifndef _GNU_SOURCE
@@ -39,6 +47,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <linux/capability.h>
 #include <linux/fuse.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -50,8 +59,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,7 +101,7 @@
 #define NOT_SUBMITTED	2	/* io_uring_submit() failed (printed) */
 
 /* user_data: what the command was, and for which queue and entry. */
-enum { UD_REGISTER = 1, UD_COMMIT = 2 };
+enum { UD_REGISTER = 1, UD_COMMIT = 2, UD_FIXED = 3 };
 #define UD(kind, qid, ent) \
 	((uint64_t)(kind) << 32 | (uint64_t)(qid) << 16 | (uint64_t)(ent))
 #define UD_KIND(ud)	((unsigned int)((ud) >> 32))
@@ -139,6 +151,8 @@ static const char *errno_name(int e)
 	case ENOBUFS: return "ENOBUFS";
 	case EIO: return "EIO";
 	case EBADF: return "EBADF";
+	case EPERM: return "EPERM";
+	case EBUSY: return "EBUSY";
 	default: return NULL;
 	}
 }
@@ -431,6 +445,7 @@ struct qmem {
 	struct iovec iov[2];
 	uint16_t depth;
 	uint32_t buf_size;
+	uint64_t flags;		/* what reg_bufring() registers: BUFRING, ... */
 };
 
 static void *map_anon(size_t len, int prot)
@@ -462,6 +477,7 @@ static int qmem_alloc(const char *name, struct qmem *q, uint16_t depth,
 	memset(q, 0, sizeof(*q));
 	q->depth = depth;
 	q->buf_size = buf_size;
+	q->flags = FUSE_URING_BUFRING;
 	q->hmap_len = page_round(depth * HDR_SZ + 1);
 	q->pmap_len = page_round(payload_len);
 	q->hmap = map_anon(q->hmap_len, PROT_READ | PROT_WRITE);
@@ -516,7 +532,7 @@ static bool slot_poisoned(const struct qmem *q, uint16_t ent)
 static struct reg reg_bufring(uint16_t qid, uint16_t ent, const struct qmem *q)
 {
 	return (struct reg){
-		.qid = qid, .flags = FUSE_URING_BUFRING, .buf_size = q->buf_size,
+		.qid = qid, .flags = q->flags, .buf_size = q->buf_size,
 		.depth = q->depth, .ent = ent, .iov = q->iov,
 	};
 }
@@ -1340,6 +1356,911 @@ out:
 		qs_free(qs);
 }
 
+/* ---- pinned and zero-copy: capabilities and RLIMIT_MEMLOCK --------------- */
+
+#define PINNED		(FUSE_URING_PINNED_HEADERS | FUSE_URING_PINNED_BUFFERS)
+#define ZERO_COPY_ALL	(FUSE_URING_BUFRING | PINNED | FUSE_URING_ZERO_COPY)
+
+/*
+ * Turn one capability of this thread's effective set off or back on (it
+ * stays in the permitted set, so it can come back). 0, or -errno.
+ */
+static int cap_effective(int cap, bool on)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return -errno;
+	if (on)
+		data[cap / 32].effective |= 1U << (cap % 32);
+	else
+		data[cap / 32].effective &= ~(1U << (cap % 32));
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The VmPin line of /proc/self/status, in kB; -1 if there is none. */
+static long vmpin_kb(void)
+{
+	char line[128];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * One REGISTER of a pinned queue without CAP_IPC_LOCK, under an
+ * RLIMIT_MEMLOCK soft limit of limit bytes: the kernel charges the pinned
+ * pages to the user's locked memory (account_pinned_pages(), "if
+ * (new_pages > page_limit) return -ENOMEM;"). Returns the command's
+ * result; the capability and the limit are back as they were after it.
+ */
+static int register_without_ipc_lock(const char *name, struct conn *c,
+				     const struct reg *r, rlim_t limit)
+{
+	struct rlimit old, rl;
+	int res, err;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &old) < 0)
+		return fail(name, "set-up: getrlimit: %s", strerror(errno)), NOT_SUBMITTED;
+	rl = (struct rlimit){ .rlim_cur = limit, .rlim_max = old.rlim_max };
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+		return fail(name, "set-up: setrlimit: %s", strerror(errno)), NOT_SUBMITTED;
+	err = cap_effective(CAP_IPC_LOCK, false);
+	if (err) {
+		setrlimit(RLIMIT_MEMLOCK, &old);
+		return fail(name, "set-up: drop CAP_IPC_LOCK: %s", strerror(-err)),
+		       NOT_SUBMITTED;
+	}
+	res = do_register(c, r);
+	cap_effective(CAP_IPC_LOCK, true);
+	setrlimit(RLIMIT_MEMLOCK, &old);
+	return res;
+}
+
+/* The pages a pinned queue of the well-formed layout pins, in bytes. */
+static size_t pinned_bytes(const struct qmem *q)
+{
+	return page_round(q->iov[0].iov_len) + page_round(q->iov[1].iov_len);
+}
+
+/*
+ * A pinned flag without FUSE_URING_BUFRING, on 7.2's per-entry layout:
+ * there is no headers or payload region to pin. Kernel: init_flags_valid(),
+ * "if ((init_flags & pinned) && !(init_flags & FUSE_URING_BUFRING)) return
+ * false;" -> fuse_uring_register() returns -EINVAL.
+ */
+static void pinned_without_bufring(const char *name, uint64_t flag)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_legacy(name, &q))
+		return;
+	r = reg_legacy(0, &q);
+	r.flags = flag;
+	if (conn_open(&c, name) == 0) {
+		expect_res(name, -EINVAL, do_register(&c, &r));
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+static void case_pinned_headers_without_bufring(const char *name)
+{
+	pinned_without_bufring(name, FUSE_URING_PINNED_HEADERS);
+}
+
+static void case_pinned_buffers_without_bufring(const char *name)
+{
+	pinned_without_bufring(name, FUSE_URING_PINNED_BUFFERS);
+}
+
+/*
+ * A pinned region one byte past a page boundary. Unpinned, the same
+ * headers region is accepted (headers-misaligned-accepted-and-served);
+ * pinned, the kernel maps whole pages and wants the region to start one.
+ * Kernel: fuse_bufring_pin_mem(), "if (!PAGE_ALIGNED(addr)) return
+ * -EINVAL;".
+ */
+static void bend_pinned_headers_misaligned(struct reg *r, struct qmem *q)
+{
+	r->flags |= FUSE_URING_PINNED_HEADERS;
+	q->iov[0].iov_base = (char *)q->hmap + 1;	/* the spare byte */
+}
+
+static void case_pinned_headers_misaligned(const char *name)
+{
+	first_register(name, -EINVAL, bend_pinned_headers_misaligned);
+}
+
+static void bend_pinned_buffers_misaligned(struct reg *r, struct qmem *q)
+{
+	r->flags |= FUSE_URING_PINNED_BUFFERS;
+	/* still a whole buffer: only the alignment is wrong */
+	q->iov[1].iov_base = (char *)q->pmap + 1;
+	q->iov[1].iov_len -= 1;
+}
+
+static void case_pinned_buffers_misaligned(const char *name)
+{
+	first_register(name, -EINVAL, bend_pinned_buffers_misaligned);
+}
+
+/*
+ * Both regions pinned, RLIMIT_MEMLOCK exactly their pages, no
+ * CAP_IPC_LOCK: accepted, and /proc/self/status shows the pages as VmPin.
+ * The limit counts every process of the user: this passes only if nothing
+ * else holds pinned pages (a leak from an earlier connection would fail
+ * it), so it runs before the other pinned cases.
+ */
+static void case_pinned_memlock_exact(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	long before, after;
+	int res;
+
+	if (qmem_good(name, &q))
+		return;
+	q.flags |= PINNED;
+	r = reg_bufring(0, 0, &q);
+	if (conn_open(&c, name) == 0) {
+		before = vmpin_kb();
+		res = register_without_ipc_lock(name, &c, &r, pinned_bytes(&q));
+		after = vmpin_kb();
+		if (res == NOT_SUBMITTED)
+			;	/* FAILed already */
+		else if (res != ACCEPTED)
+			expect_res(name, ACCEPTED, res);
+		else if (after - before != (long)(pinned_bytes(&q) / 1024))
+			fail(name, "VmPin grew by %ld kB, the regions have %zu kB",
+			     after - before, pinned_bytes(&q) / 1024);
+		else {
+			printf("# %s: RLIMIT_MEMLOCK %zu B, VmPin %ld -> %ld kB\n",
+			       name, pinned_bytes(&q), before, after);
+			pass(name);
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/* One page less than the regions pin: -ENOMEM, whatever else is pinned. */
+static void case_pinned_over_memlock(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	int res;
+
+	if (qmem_good(name, &q))
+		return;
+	q.flags |= PINNED;
+	r = reg_bufring(0, 0, &q);
+	if (conn_open(&c, name) == 0) {
+		res = register_without_ipc_lock(name, &c, &r,
+						pinned_bytes(&q) - page_size);
+		if (res != NOT_SUBMITTED)
+			expect_res(name, -ENOMEM, res);
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * The positive control with both regions pinned: the kernel reads the
+ * GETATTR's headers from, and writes its reply to, the pinned mappings.
+ */
+static int alloc_pinned(const char *name, struct qmem *q)
+{
+	if (qmem_good(name, q))
+		return -1;
+	q->flags |= PINNED;
+	return 0;
+}
+
+static void case_control_pinned(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, alloc_pinned) || conn_open(&c, name))
+		goto out;
+	if (round_trip(name, &c, qs, &s) == 0)
+		pass(name);
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * FUSE_URING_ZERO_COPY without all three of the flags it builds on.
+ * Kernel: init_flags_valid(), "if ((init_flags & FUSE_URING_ZERO_COPY) &&
+ * (init_flags & zero_copy) != zero_copy) return false;".
+ */
+static void bend_zero_copy_without_pinned(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->flags = FUSE_URING_BUFRING | FUSE_URING_ZERO_COPY;
+}
+
+static void case_zero_copy_without_pinned(const char *name)
+{
+	first_register(name, -EINVAL, bend_zero_copy_without_pinned);
+}
+
+static void bend_zero_copy_without_pinned_buffers(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->flags = FUSE_URING_BUFRING | FUSE_URING_PINNED_HEADERS |
+		   FUSE_URING_ZERO_COPY;
+}
+
+static void case_zero_copy_without_pinned_buffers(const char *name)
+{
+	first_register(name, -EINVAL, bend_zero_copy_without_pinned_buffers);
+}
+
+/*
+ * All four flags, but CAP_SYS_ADMIN off in the effective set (after the
+ * mount, which needs it). Kernel: fuse_uring_register(), "if ((init_flags
+ * & FUSE_URING_ZERO_COPY) && !capable(CAP_SYS_ADMIN)) return -EPERM;".
+ */
+static void case_zero_copy_without_cap_sys_admin(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	int err, res;
+
+	if (qmem_good(name, &q))
+		return;
+	q.flags = ZERO_COPY_ALL;
+	r = reg_bufring(0, 0, &q);
+	if (conn_open(&c, name) == 0) {
+		err = cap_effective(CAP_SYS_ADMIN, false);
+		if (err) {
+			fail(name, "set-up: drop CAP_SYS_ADMIN: %s", strerror(-err));
+		} else {
+			res = do_register(&c, &r);
+			cap_effective(CAP_SYS_ADMIN, true);
+			expect_res(name, -EPERM, res);
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/* ---- zero-copy with requests: a small file system of our own ------------- */
+
+/*
+ * The cases below serve real requests: a client thread makes system calls
+ * on the mount, and serve_mini() answers them on the ring as a server
+ * would. Its file system: the root (nodeid 1), "f" and "g" (nodeids 2, 3:
+ * regular, FILE_SIZE bytes) and "x" (4: a script, mode 0755). OPEN replies
+ * FOPEN_DIRECT_IO, so every read(2) and write(2) is one READ or WRITE, on
+ * the caller's own pages.
+ */
+#define FILE_SIZE	8192
+#define IO_SIZE		4096
+#define SCRIPT		"#!/nonexistent-interpreter\n"
+#define MINI_MS		10000	/* the whole client script */
+
+enum rw_policy {
+	RW_UNEXPECTED,	/* a READ or WRITE must not reach the server */
+	RW_FIXED,	/* zero-copied: wrong direction first, then the right one */
+	RW_COPY,	/* not zero-copied: data in the payload buffer */
+};
+
+struct mini {
+	const char *name;
+	struct conn *c;
+	struct qmem *qs;
+	enum rw_policy rw;
+	int memfd;		/* the data of "f", for the fixed operations */
+	/* what happened */
+	int zc_reads, zc_writes, copy_reads, copy_writes, unexpected;
+	int wrong_dir_read, wrong_dir_write;	/* res of the wrong direction */
+	int empty_slot;		/* res of READ_FIXED at an empty slot */
+	char failure[200];	/* the first protocol failure, if any */
+	/* CQEs that arrived while we waited for a fixed operation's */
+	struct { uint64_t ud; int res; } stash[16];
+	unsigned int nstash;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void mini_fail(struct mini *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (m->failure[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(m->failure, sizeof(m->failure), fmt, ap);
+	va_end(ap);
+}
+
+static int mini_next_cqe(struct mini *m, int ms, uint64_t *ud, int *res)
+{
+	if (m->nstash) {
+		*ud = m->stash[0].ud;
+		*res = m->stash[0].res;
+		memmove(m->stash, m->stash + 1, --m->nstash * sizeof(m->stash[0]));
+		return 0;
+	}
+	return wait_cqe_ms(m->c, ms, ud, res);
+}
+
+/*
+ * One READ_FIXED or WRITE_FIXED at buffer index idx, offset 0 in it, on
+ * fd at file offset off; waits for its CQE and returns its res.
+ */
+static int mini_fixed(struct mini *m, uint8_t opcode, uint16_t idx, int fd,
+		      unsigned int len, uint64_t off)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&m->c->ring);
+	uint64_t ud, want = UD(UD_FIXED, 0, idx);
+	int ret, res;
+
+	if (!sqe)
+		return -EBUSY;
+	if (opcode == IORING_OP_READ_FIXED)
+		io_uring_prep_read_fixed(sqe, fd, NULL, len, off, idx);
+	else
+		io_uring_prep_write_fixed(sqe, fd, NULL, len, off, idx);
+	sqe->user_data = want;
+	if (io_uring_submit(&m->c->ring) != 1)
+		return -EIO;
+	for (;;) {
+		ret = wait_cqe_ms(m->c, REQUEST_MS, &ud, &res);
+		if (ret)
+			return ret;
+		if (ud == want)
+			return res;
+		if (m->nstash < sizeof(m->stash) / sizeof(m->stash[0])) {
+			m->stash[m->nstash].ud = ud;
+			m->stash[m->nstash++].res = res;
+		}
+	}
+}
+
+static void fill_attr(struct fuse_attr *a, uint64_t nodeid)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = nodeid;
+	a->nlink = 1;
+	a->blksize = 4096;
+	if (nodeid == FUSE_ROOT_ID) {
+		a->mode = S_IFDIR | 0755;
+		a->nlink = 2;
+	} else if (nodeid == 4) {
+		a->mode = S_IFREG | 0755;
+		a->size = strlen(SCRIPT);
+	} else {
+		a->mode = S_IFREG | 0644;
+		a->size = FILE_SIZE;
+	}
+}
+
+/*
+ * A zero-copied READ or WRITE: first the operation in the wrong direction
+ * (a read's buffer is IO_IMU_DEST, only written to; a write's
+ * IO_IMU_SOURCE, only read from), which must fail with -EFAULT, then a
+ * READ_FIXED at an index that holds no request (-EFAULT), then the right
+ * one, on "f"'s memfd. Returns the reply's payload size or -errno.
+ */
+static int mini_zero_copy(struct mini *m, uint16_t ent, uint32_t opcode,
+			  const void *op_in, void *buf)
+{
+	const struct fuse_read_in *ri = op_in;
+	const struct fuse_write_in *wi = op_in;
+	struct fuse_write_out wo = { 0 };
+	int res;
+
+	/* the other entry of this case holds no request: its slot is empty */
+	m->empty_slot = mini_fixed(m, IORING_OP_READ_FIXED, ent ^ 1, m->memfd,
+				   IO_SIZE, 0);
+	if (opcode == FUSE_READ) {
+		m->wrong_dir_read = mini_fixed(m, IORING_OP_WRITE_FIXED, ent,
+					       m->memfd, ri->size, ri->offset);
+		return mini_fixed(m, IORING_OP_READ_FIXED, ent, m->memfd,
+				  ri->size, ri->offset);
+	}
+	m->wrong_dir_write = mini_fixed(m, IORING_OP_READ_FIXED, ent, m->memfd,
+					wi->size, wi->offset);
+	res = mini_fixed(m, IORING_OP_WRITE_FIXED, ent, m->memfd, wi->size,
+			 wi->offset);
+	if (res < 0)
+		return res;
+	if (!buf) {
+		mini_fail(m, "a zero-copied WRITE came without a buffer for its reply");
+		return -EIO;
+	}
+	wo.size = (uint32_t)res;
+	memcpy(buf, &wo, sizeof(wo));
+	return sizeof(wo);
+}
+
+/*
+ * One request in entry ent of queue qid: answer it and commit. The commit
+ * is submitted without waiting: its CQE is the entry's next request (or an
+ * error), and comes back through serve_mini().
+ */
+static void mini_serve_one(struct mini *m, uint16_t qid, uint16_t ent)
+{
+	struct qmem *q = &m->qs[qid];
+	char *hdr = slot(q, ent);
+	struct fuse_uring_ent_in_out eio;
+	struct fuse_in_header ih;
+	struct fuse_out_header oh;
+	char op_in[FUSE_URING_OP_IN_OUT_SZ];
+	char *buf = NULL;
+	const char *name;
+	bool zc, has_buf;
+	int len = 0;
+
+	memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out), sizeof(ih));
+	memcpy(op_in, hdr + offsetof(struct fuse_uring_req_header, op_in),
+	       sizeof(op_in));
+	memcpy(&eio, hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
+	       sizeof(eio));
+	zc = eio.flags & FUSE_URING_ENT_ZERO_COPY;
+	/*
+	 * Whether the kernel lent a payload buffer, as the reference server's
+	 * bufring_req_has_buf() decides, for the opcodes this file system
+	 * answers: all but FLUSH and RELEASE reply with data; zero-copied,
+	 * only a WRITE has a buffer (for its fuse_write_out).
+	 */
+	if (zc)
+		has_buf = ih.opcode == FUSE_WRITE;
+	else
+		has_buf = eio.payload_sz > 0 ||
+			  (ih.opcode != FUSE_FLUSH && ih.opcode != FUSE_RELEASE);
+	if (has_buf)
+		buf = (char *)q->iov[1].iov_base + (size_t)eio.buf_id * q->buf_size;
+
+	switch (ih.opcode) {
+	case FUSE_LOOKUP: {
+		struct fuse_entry_out e = { 0 };
+
+		name = buf;
+		if (!strcmp(name, "f") || !strcmp(name, "g") || !strcmp(name, "x"))
+			e.nodeid = name[0] == 'f' ? 2 : name[0] == 'g' ? 3 : 4;
+		if (!e.nodeid) {
+			len = -ENOENT;
+			break;
+		}
+		e.entry_valid = e.attr_valid = 60;
+		fill_attr(&e.attr, e.nodeid);
+		memcpy(buf, &e, sizeof(e));
+		len = sizeof(e);
+		break;
+	}
+	case FUSE_GETATTR: {
+		struct fuse_attr_out ao = { .attr_valid = 60 };
+
+		fill_attr(&ao.attr, ih.nodeid);
+		memcpy(buf, &ao, sizeof(ao));
+		len = sizeof(ao);
+		break;
+	}
+	case FUSE_OPEN: {
+		struct fuse_open_out oo = { .fh = 7, .open_flags = FOPEN_DIRECT_IO };
+
+		memcpy(buf, &oo, sizeof(oo));
+		len = sizeof(oo);
+		break;
+	}
+	case FUSE_FLUSH:
+	case FUSE_RELEASE:
+		break;
+	case FUSE_READ:
+	case FUSE_WRITE:
+		if (zc)
+			ih.opcode == FUSE_READ ? m->zc_reads++ : m->zc_writes++;
+		else
+			ih.opcode == FUSE_READ ? m->copy_reads++ : m->copy_writes++;
+		if (m->rw == RW_UNEXPECTED) {
+			m->unexpected++;
+			len = -EIO;
+		} else if (m->rw == RW_FIXED && zc) {
+			len = mini_zero_copy(m, ent, ih.opcode, op_in, buf);
+		} else if (m->rw == RW_COPY && !zc && ih.opcode == FUSE_READ) {
+			const struct fuse_read_in *ri = (const void *)op_in;
+			size_t n = strlen(SCRIPT);
+
+			n = ri->offset >= n ? 0 : n - ri->offset;
+			if (n > ri->size)
+				n = ri->size;
+			memcpy(buf, SCRIPT + ri->offset, n);
+			len = (int)n;
+		} else {
+			mini_fail(m, "%s %s zero-copied, not expected here",
+				  ih.opcode == FUSE_READ ? "a READ" : "a WRITE",
+				  zc ? "was" : "was not");
+			len = -EIO;
+		}
+		break;
+	default:
+		len = -ENOSYS;
+	}
+
+	oh = (struct fuse_out_header){
+		.len = (uint32_t)(sizeof(oh) + (len > 0 ? len : 0)),
+		.error = len < 0 ? len : 0, .unique = ih.unique,
+	};
+	memcpy(hdr + offsetof(struct fuse_uring_req_header, in_out), &oh, sizeof(oh));
+	eio.payload_sz = len > 0 ? (uint32_t)len : 0;
+	memcpy(hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
+	       &eio, sizeof(eio));
+	{
+		struct fuse_uring_cmd_req req = { .commit_id = ih.unique, .qid = qid };
+
+		if (!fuse_cmd_sqe(m->c, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, &req,
+				  UD(UD_COMMIT, qid, ent)) ||
+		    io_uring_submit(&m->c->ring) != 1)
+			mini_fail(m, "cannot submit the COMMIT_AND_FETCH");
+	}
+}
+
+/* The client: system calls on the mount, in a thread of their own. */
+struct client {
+	pthread_t th;
+	void (*fn)(struct client *);
+	volatile int done;	/* set by the thread when fn returned */
+	/* results, errno or 0, per step */
+	int open_err, read_err, write_err[3], stat_err, close_err, exec_err;
+	ssize_t read_n;
+	/* page-aligned, as direct I/O buffers usually are */
+	char rdata[IO_SIZE] __attribute__((aligned(4096)));
+	char data[IO_SIZE] __attribute__((aligned(4096)));
+};
+
+static void *client_thread(void *arg)
+{
+	struct client *cl = arg;
+
+	cl->fn(cl);
+	__atomic_store_n(&cl->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void mnt_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", mnt, name);
+}
+
+/*
+ * Answer requests until the client is done (and give up after MINI_MS).
+ * 0, or -1 after FAILing the case.
+ */
+static int serve_mini(struct mini *m, struct client *cl)
+{
+	struct timespec t0, t;
+	uint64_t ud;
+	int ret, res;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (pthread_create(&cl->th, NULL, client_thread, cl))
+		return fail(m->name, "set-up: pthread_create");
+	while (!__atomic_load_n(&cl->done, __ATOMIC_ACQUIRE)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 > MINI_MS) {
+			/* closing the connection releases the client */
+			fail(m->name, "the client is still blocked after %d ms",
+			     MINI_MS);
+			conn_close(m->c);
+			pthread_join(cl->th, NULL);
+			return -1;
+		}
+		ret = mini_next_cqe(m, 50, &ud, &res);
+		if (ret == -ETIME)
+			continue;
+		if (ret < 0) {
+			mini_fail(m, "waiting for a CQE: %s", strerror(-ret));
+			break;
+		}
+		if (res < 0 || UD_QID(ud) >= nr_queues) {
+			mini_fail(m, "command kind %u q=%u ent=%u ended with %d",
+				  UD_KIND(ud), UD_QID(ud), UD_ENT(ud), res);
+			continue;
+		}
+		mini_serve_one(m, UD_QID(ud), UD_ENT(ud));
+	}
+	pthread_join(cl->th, NULL);
+	if (m->failure[0])
+		return fail(m->name, "%s", m->failure);
+	return 0;
+}
+
+/*
+ * A zero-copy connection: all four flags on every queue, a sparse
+ * fixed-buffer table of table_slots on the (one) ring, and on each queue
+ * only the entry ids in ents[qid] (a queue may have fewer entries than its
+ * queue_depth). The queues share this ring, so their entries get ids of
+ * their own, as the kernel's slot is the entry id.
+ */
+static int zero_copy_setup(const char *name, struct conn *c, struct qmem *qs,
+			   unsigned int table_slots, const uint16_t *ents)
+{
+	unsigned int q;
+	int err;
+
+	for (q = 0; q < nr_queues; q++)
+		if (qmem_good(name, &qs[q]))
+			return -1;
+	for (q = 0; q < nr_queues; q++)
+		qs[q].flags = ZERO_COPY_ALL;
+	if (conn_open(c, name))
+		return -1;
+	err = io_uring_register_buffers_sparse(&c->ring, table_slots);
+	if (err)
+		return fail(name, "set-up: io_uring_register_buffers_sparse(%u): %s",
+			    table_slots, strerror(-err));
+	for (q = 0; q < nr_queues; q++) {
+		struct reg r = reg_bufring((uint16_t)q, ents[q], &qs[q]);
+
+		if (setup_register(name, c, &r))
+			return -1;
+	}
+	return 0;
+}
+
+/* The table-too-small client: read, three writes, a LOOKUP, close. */
+static void client_table_too_small(struct client *cl)
+{
+	char path[256];
+	struct stat st;
+	int fd, i;
+
+	mnt_path(path, sizeof(path), "f");
+	fd = open(path, O_RDWR);
+	cl->open_err = fd < 0 ? errno : 0;
+	if (fd < 0)
+		return;
+	cl->read_n = read(fd, cl->data, IO_SIZE);
+	cl->read_err = cl->read_n < 0 ? errno : 0;
+	memset(cl->data, 'w', IO_SIZE);
+	for (i = 0; i < 3; i++)
+		cl->write_err[i] = pwrite(fd, cl->data, IO_SIZE, 0) < 0 ? errno : 0;
+	mnt_path(path, sizeof(path), "g");
+	cl->stat_err = stat(path, &st) < 0 ? errno : 0;
+	cl->close_err = close(fd) < 0 ? errno : 0;
+}
+
+/*
+ * The fixed-buffer table has one slot, 0, and every queue's one entry has
+ * id 1: the kernel cannot register a READ's or WRITE's folios at index 1
+ * (io_buffer_register_bvec(): "if (index >= data->nr) return -EINVAL"),
+ * so each such request fails with -EINVAL before the server sees it, and
+ * the entry goes on with the next request. Asserted: read(2) and three
+ * write(2)s fail with EINVAL, no READ or WRITE reaches the server, and a
+ * LOOKUP afterwards is served, with one of the payload buffers the failed
+ * WRITEs had (so none was lost). The kernel must log no warning (the guest
+ * script checks).
+ */
+static void case_zero_copy_table_too_small(const char *name)
+{
+	static const uint16_t ents[] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_UNEXPECTED, .memfd = -1 };
+	struct conn c = { .fd = -1 };
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_table_too_small;
+	m.c = &c;
+	m.qs = qs;
+	if (zero_copy_setup(name, &c, qs, 1, ents) == 0 &&
+	    serve_mini(&m, cl) == 0) {
+		if (cl->open_err)
+			fail(name, "open: %s", strerror(cl->open_err));
+		else if (cl->read_err != EINVAL)
+			fail(name, "read(2): expected EINVAL, got %s",
+			     cl->read_err ? strerror(cl->read_err) : "success");
+		else if (cl->write_err[0] != EINVAL || cl->write_err[1] != EINVAL ||
+			 cl->write_err[2] != EINVAL)
+			fail(name, "write(2) x3: expected EINVAL each, got %d %d %d",
+			     cl->write_err[0], cl->write_err[1], cl->write_err[2]);
+		else if (m.unexpected)
+			fail(name, "%d READ/WRITE reached the server", m.unexpected);
+		else if (cl->stat_err)
+			fail(name, "stat(2) of g after the failed WRITEs: %s",
+			     strerror(cl->stat_err));
+		else
+			pass(name);
+	}
+out:
+	conn_close(&c);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
+/* The directions client: read 4 KiB of "f", then write 4 KiB at 4096. */
+static void client_read_write(struct client *cl)
+{
+	char path[256];
+	int fd;
+
+	mnt_path(path, sizeof(path), "f");
+	fd = open(path, O_RDWR);
+	cl->open_err = fd < 0 ? errno : 0;
+	if (fd < 0)
+		return;
+	cl->read_n = pread(fd, cl->rdata, IO_SIZE, 0);
+	cl->read_err = cl->read_n < 0 ? errno : 0;
+	memset(cl->data, 'w', IO_SIZE);
+	cl->write_err[0] = pwrite(fd, cl->data, IO_SIZE, IO_SIZE) != IO_SIZE ?
+			   (errno ? errno : EIO) : 0;
+	cl->close_err = close(fd) < 0 ? errno : 0;
+}
+
+/*
+ * A zero-copied READ and WRITE, served at the lowest level: the READ's
+ * folios are the fixed buffer at its entry id, IO_IMU_DEST, so WRITE_FIXED
+ * on them (which would read them) fails with -EFAULT and READ_FIXED from
+ * "f"'s memfd fills them: read(2) returns the memfd's bytes. The WRITE's
+ * are IO_IMU_SOURCE: READ_FIXED (which would write into the caller's
+ * memory) fails with -EFAULT, WRITE_FIXED stores them in the memfd. And
+ * READ_FIXED at an index that holds no request fails with -EFAULT (kernel:
+ * io_import_reg_buf(), "node = io_find_buf_node(...); if (!node) return
+ * -EFAULT;" and io_import_fixed(), "if (!(imu->dir & (1 << ddir))) return
+ * -EFAULT;").
+ */
+static void case_zero_copy_fixed_directions(const char *name)
+{
+	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_FIXED, .memfd = -1 };
+	struct conn c = { .fd = -1 };
+	char pattern[FILE_SIZE], back[IO_SIZE], want[IO_SIZE];
+	int i;
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	for (i = 0; i < FILE_SIZE; i++)
+		pattern[i] = (char)('a' + i % 26);
+	m.memfd = memfd_create("f", MFD_CLOEXEC);
+	if (m.memfd < 0 || pwrite(m.memfd, pattern, FILE_SIZE, 0) != FILE_SIZE) {
+		fail(name, "set-up: memfd: %s", strerror(errno));
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_read_write;
+	m.c = &c;
+	m.qs = qs;
+	m.wrong_dir_read = m.wrong_dir_write = m.empty_slot = 1;
+	if (zero_copy_setup(name, &c, qs, DEPTH, ents) == 0 &&
+	    serve_mini(&m, cl) == 0) {
+		memset(want, 'w', IO_SIZE);
+		if (pread(m.memfd, back, IO_SIZE, IO_SIZE) != IO_SIZE)
+			memset(back, 0, IO_SIZE);
+		if (cl->open_err)
+			fail(name, "open: %s", strerror(cl->open_err));
+		else if (m.zc_reads != 1 || m.zc_writes != 1 || m.copy_reads ||
+			 m.copy_writes)
+			fail(name, "expected one zero-copied READ and WRITE, got "
+			     "%d and %d (and %d, %d copied)", m.zc_reads,
+			     m.zc_writes, m.copy_reads, m.copy_writes);
+		else if (m.wrong_dir_read != -EFAULT || m.wrong_dir_write != -EFAULT)
+			fail(name, "WRITE_FIXED on a READ's folios gave %d, READ_FIXED "
+			     "on a WRITE's %d, expected -EFAULT (%d) each",
+			     m.wrong_dir_read, m.wrong_dir_write, -EFAULT);
+		else if (m.empty_slot != -EFAULT)
+			fail(name, "READ_FIXED at an empty slot gave %d, expected "
+			     "-EFAULT", m.empty_slot);
+		else if (cl->read_err || cl->read_n != IO_SIZE)
+			fail(name, "read(2): %zd, %s", cl->read_n,
+			     cl->read_err ? strerror(cl->read_err) : "short");
+		else if (memcmp(cl->rdata, pattern, IO_SIZE))
+			fail(name, "read(2) did not return the memfd's bytes");
+		else if (cl->write_err[0])
+			fail(name, "write(2): %s", strerror(cl->write_err[0]));
+		else if (memcmp(back, want, IO_SIZE))
+			fail(name, "the WRITE's data did not reach the memfd");
+		else
+			pass(name);
+	}
+out:
+	conn_close(&c);
+	if (m.memfd >= 0)
+		close(m.memfd);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
+/* The exec client: execve() of "x" in a child; its exit status is errno. */
+static void client_exec(struct client *cl)
+{
+	char path[256];
+	int status;
+	pid_t pid;
+
+	mnt_path(path, sizeof(path), "x");
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { path, NULL };
+
+		execv(path, argv);
+		_exit(errno & 0xff);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+		cl->exec_err = -1;
+		return;
+	}
+	cl->exec_err = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+/*
+ * A READ whose data is not in folios is not zero-copied, even on a
+ * zero-copy queue: execve() reads a file's first bytes with kernel_read(),
+ * an ITER_KVEC iterator, and with FOPEN_DIRECT_IO that becomes a READ
+ * straight into the kernel's buffer (fuse_get_user_pages(): "if
+ * (iov_iter_is_kvec(ii))", args->out_pages stays false, so
+ * can_zero_copy_req() says no). Asserted: the READ arrives without
+ * FUSE_URING_ENT_ZERO_COPY, with a payload buffer, and the script line we
+ * put there reaches exec: execve() fails with ENOENT, for the interpreter
+ * "#!/nonexistent-interpreter" names (ENOEXEC would mean it read nothing).
+ */
+static void case_zero_copy_kvec_read_copied(const char *name)
+{
+	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_COPY, .memfd = -1 };
+	struct conn c = { .fd = -1 };
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_exec;
+	m.c = &c;
+	m.qs = qs;
+	if (zero_copy_setup(name, &c, qs, DEPTH, ents) == 0 &&
+	    serve_mini(&m, cl) == 0) {
+		if (m.zc_reads || m.copy_reads < 1)
+			fail(name, "expected copied READs only, got %d copied, %d "
+			     "zero-copied", m.copy_reads, m.zc_reads);
+		else if (cl->exec_err != ENOENT)
+			fail(name, "execve: expected ENOENT (no interpreter), got %s",
+			     cl->exec_err < 0 ? "no child" : strerror(cl->exec_err));
+		else
+			pass(name);
+	}
+out:
+	conn_close(&c);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(const char *name);
@@ -1366,6 +2287,19 @@ static const struct {
 	{ "entry-id-beyond-queue-depth", case_entry_id_beyond_depth },
 	{ "commit-unknown-commit-id", case_commit_unknown },
 	{ "commit-stale-commit-id", case_commit_stale },
+	{ "pinned-headers-without-bufring", case_pinned_headers_without_bufring },
+	{ "pinned-buffers-without-bufring", case_pinned_buffers_without_bufring },
+	{ "pinned-headers-misaligned", case_pinned_headers_misaligned },
+	{ "pinned-buffers-misaligned", case_pinned_buffers_misaligned },
+	{ "pinned-memlock-exact-accepted", case_pinned_memlock_exact },
+	{ "pinned-over-memlock", case_pinned_over_memlock },
+	{ "control-pinned-every-queue-getattr", case_control_pinned },
+	{ "zero-copy-without-pinned", case_zero_copy_without_pinned },
+	{ "zero-copy-without-pinned-buffers", case_zero_copy_without_pinned_buffers },
+	{ "zero-copy-without-cap-sys-admin", case_zero_copy_without_cap_sys_admin },
+	{ "zero-copy-table-too-small", case_zero_copy_table_too_small },
+	{ "zero-copy-fixed-directions", case_zero_copy_fixed_directions },
+	{ "zero-copy-kvec-read-copied", case_zero_copy_kvec_read_copied },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

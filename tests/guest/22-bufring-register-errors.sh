@@ -2,7 +2,12 @@
 # Description: every mistake a server can make when it registers a buffer
 # ring (and a stale or unknown COMMIT_AND_FETCH) gets its exact errno from the
 # kernel; a positive control shows that the well-formed set-up the other cases
-# break carries a request. build/tests/bufring-register-errors speaks the
+# break carries a request. The same for pinned headers and buffers (pinned
+# flags without a buffer ring, unaligned regions, RLIMIT_MEMLOCK without
+# CAP_IPC_LOCK: exactly enough accepted, a page less ENOMEM) and zero-copy
+# (without the pinned flags, without CAP_SYS_ADMIN, a fixed-buffer table too
+# small: the request fails with EINVAL; the direction rules of READ_FIXED and
+# WRITE_FIXED on a request's folios; an ITER_KVEC read is copied). build/tests/bufring-register-errors speaks the
 # protocol itself (no server) and prints "PASS name" / "FAIL name: why" per
 # case; each becomes one check here. The kernel must log no warning meanwhile.
 . "$LAB_TOP/tests/lib.sh"
