@@ -144,8 +144,8 @@ static void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
  *   them, and every queue of the connection must give the same.
  * - sqe->buf_index = the entry's id, which is its header slot: the kernel
  *   writes this entry's requests to headers + id. Ids must be below
- *   queue_depth (the kernel checks) and distinct (it does not: two entries
- *   with one id would share a slot).
+ *   queue_depth (else -EINVAL) and distinct: the kernel refuses an id in
+ *   use with -EBUSY (kernel-patches/0011; v2 lets two entries share a slot).
  *
  * Stock 7.2 ignores flags, init and buf_index and would take this for an
  * iovec REGISTER of the whole regions: handle_request() notices.
