@@ -1,0 +1,394 @@
+#!/bin/sh
+# Description: the reference server in zero-copy mode (kernel-patches/0008):
+# without CAP_SYS_ADMIN it refuses to start, or with --fallback runs in
+# pinned-buffers mode; with it, every READ and WRITE of a coreutils round
+# trip, of fio --verify=crc32c (direct and buffered, 1 byte to more than
+# max_write per call, unaligned offsets) and of mmap reads and writes is
+# zero-copied (--trace zc=1, the kernel's fuse_uring_send event
+# zero_copied 1; LOOKUP, GETATTR and the rest zero_copied 0), and the data
+# is right. READ_FIXED/WRITE_FIXED at an empty fixed-buffer slot fail with
+# EFAULT. After kill -9 and a forced unmount in the middle of fio, the
+# guest's free memory comes back (no folio kept by a registered buffer) and
+# the kernel logs no warning.
+. "$LAB_TOP/tests/lib.sh"
+cd "$LAB_TOP" || exit 1
+
+# REFSRV: another build to test, e.g. build/reference-server/sanitize/...
+SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
+EMPTY_SLOT=$LAB_TOP/build/tests/fixed-buf-empty-slot
+W=/tmp/zero-copy	# tmpfs in the guest
+B=$W/backing
+M=$W/mnt
+FIO_SIZE=2M
+DEPTH=8
+MIB=1048576
+TRACEFS=/sys/kernel/tracing
+SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task'
+
+if [ ! -x "$SRV" ]; then
+	fail "reference server is built" "$SRV missing: run 'make server'"
+	exit 1
+fi
+echo 1 >/sys/module/fuse/parameters/enable_uring
+rm -rf "$W"
+mkdir -p "$B" "$M"
+marker="24-zero-copy-start $(date +%s%N)"
+echo "$marker" >/dev/kmsg
+
+SRV_PID=
+cleanup() {
+	[ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
+	umount -l "$M" 2>/dev/null
+	[ -w "$TRACEFS/events/fuse/fuse_uring_send/enable" ] &&
+		echo 0 >"$TRACEFS/events/fuse/fuse_uring_send/enable"
+	if [ -n "${LAB_RUN:-}" ]; then
+		for f in "$W"/*.log; do
+			[ -f "$f" ] && cp "$f" "$LAB_RUN/zero-copy-${f##*/}"
+		done
+	fi
+	rm -rf "$W"
+}
+trap cleanup EXIT
+
+NQ=$(tr ',' '\n' </sys/devices/system/cpu/possible |
+	awk -F- '{ n += ($2 == "" ? 1 : $2 - $1 + 1) } END { print n }')
+T0=$(date +%s)
+took() { echo "# $1 took $(($(date +%s) - T0)) s"; T0=$(date +%s); }
+
+# fio_verify_pairs LABEL SPEC...: one fio run (fio starts slowly under
+# TCG) of a write job and then a random read job per SPEC, all one after
+# another (stonewall), each pair on a file of its own, --verify=crc32c: the
+# write job reads back and checks what it wrote, the read job, after fio
+# dropped the file's cached pages, reads it from the server again and checks
+# it too. SPEC is direct:bs:size[:offset] (direct 1 or 0). One check per job.
+fio_verify_pairs() {
+	label=$1
+	shift
+	jobs= n=0
+	for spec in "$@"; do
+		n=$((n + 1))
+		direct=${spec%%:*} rest=${spec#*:}
+		bs=${rest%%:*} rest=${rest#*:}
+		size=${rest%%:*} offset=0
+		[ "$size" != "$rest" ] && offset=${rest#*:}
+		kind=$([ "$direct" = 1 ] && echo direct || echo buffered)
+		for rw in write randread; do
+			jobs="$jobs --name=$rw-$bs-$kind-at-$offset --stonewall --filename=$M/pair$n.dat --rw=$rw --bs=$bs --size=$size --offset=$offset --direct=$direct"
+		done
+	done
+	# shellcheck disable=SC2086
+	out=$(fio --ioengine=psync --fallocate=none --verify=crc32c $jobs 2>&1)
+	[ -n "${LAB_RUN:-}" ] && printf '%s\n' "$out" >"$LAB_RUN/fio-$(printf '%s' "$label" | tr -c 'A-Za-z0-9_.=-' '-').txt"
+	for job in $(printf '%s\n' "$jobs" | tr ' ' '\n' | sed -n 's/^--name=//p'); do
+		if printf '%s\n' "$out" | grep -q "^$job: (groupid=[0-9]*, jobs=1): err= 0:"; then
+			pass "$label: fio $job, verify=crc32c"
+		else
+			fail "$label: fio $job, verify=crc32c" \
+				"$(printf '%s\n' "$out" | grep -E "^$job:|verify|err=" | tail -n 2 | tr '\n' ' ')"
+		fi
+	done
+	rm -f "$M"/pair*.dat
+}
+
+# unmount_zc NAME: umount from outside; the server must exit 0.
+unmount_zc() {
+	check "$1: umount" umount "$M"
+	if wait_gone "$SRV_PID" 20; then
+		wait "$SRV_PID"
+		check_eq "$1: server exits 0 after umount" "0" "$?"
+	else
+		fail "$1: server exits after umount" "still running 20 s later"
+		kill -9 "$SRV_PID"
+	fi
+	SRV_PID=
+}
+
+# ring_lines LOG [FROM]: the --trace lines of ring requests, from line FROM.
+ring_lines() { tail -n +"${2:-1}" "$1" | grep '^trace ring q=[0-9]* ent='; }
+
+# ---- without CAP_SYS_ADMIN ---------------------------------------------------
+
+# Out of the bounding set too, so exec cannot bring it back. mount(2)
+# needs the capability as well: the fallback gets as far as that.
+nosysadmin() { setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin -- "$@"; }
+out=$(nosysadmin "$SRV" --foreground --mode=zero-copy "$B" "$M" 2>&1)
+check_eq "no CAP_SYS_ADMIN: zero-copy exits 1" "1" "$?"
+check_eq "no CAP_SYS_ADMIN: one message, naming --fallback" "1 1" \
+	"$(printf '%s\n' "$out" | wc -l) $(printf '%s\n' "$out" | grep -c '^fuse-uring-server: --mode=zero-copy needs CAP_SYS_ADMIN: .* add --fallback to run in pinned-buffers mode instead$')"
+out=$(nosysadmin "$SRV" --foreground --mode=zero-copy --fallback "$B" "$M" 2>&1)
+check_eq "no CAP_SYS_ADMIN, --fallback: a notice, then pinned-buffers mode (whose mount(2) needs it too)" \
+	"fuse-uring-server: no CAP_SYS_ADMIN for --mode=zero-copy: falling back to --mode=pinned-buffers (--fallback)
+fuse-uring-server: mount: Operation not permitted" "$out"
+check_fails_with "--fallback without zero-copy is refused" "--fallback needs --mode=zero-copy" \
+	"$SRV" --foreground --mode=pinned-buffers --fallback "$B" "$M"
+check_eq "nothing mounted after the refusals" "none" "$(mount_type "$M")"
+
+took "refusals"
+
+# ---- a coreutils round trip with --trace and the kernel's tracepoint -----------
+
+mkdir -p "$TRACEFS"
+mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS"
+EV=$TRACEFS/events/fuse/fuse_uring_send
+if [ -w "$EV/enable" ]; then
+	echo >"$TRACEFS/trace"
+	echo 1 >"$EV/enable"
+	pass "tracefs has events/fuse/fuse_uring_send"
+else
+	fail "tracefs has events/fuse/fuse_uring_send" "no $EV/enable"
+fi
+
+LOG=$W/trace.log
+if ! refsrv_start "$LOG" --mode=zero-copy --queue-depth=$DEPTH --trace; then
+	fail "zero-copy mount" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
+	exit 1
+fi
+pass "zero-copy mount"
+check_eq "each queue registered with a fixed-buffer table" "$NQ" \
+	"$(grep -c "^trace ring q=[0-9]* registered $DEPTH entries (mode zero-copy: headers=$((DEPTH * 288)) B, payload=$DEPTH x $MIB B, fixed-buffer table)\$" "$LOG")"
+need=$((NQ * (4096 + DEPTH * MIB)))
+check_eq "VmPin: both regions of every queue, as pinned-buffers ($((need / 1024)) kB)" \
+	"$((need / 1024))" "$(sed -n 's/^VmPin:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$SRV_PID/status")"
+
+head -c $((MIB + 12345)) /dev/urandom >"$W/a.bin"
+head -c 100001 /dev/urandom >"$W/b.bin"
+want=$(cd "$W" && sha256sum a.bin b.bin)
+check "mkdir on the mount" mkdir "$M/dir"
+check "cp of two random files onto the mount" cp "$W/a.bin" "$W/b.bin" "$M/dir/"
+check_eq "sha256sum through the mount matches" "$want" "$(cd "$M/dir" && sha256sum a.bin b.bin)"
+check_eq "sha256sum of the backing files matches" "$want" "$(cd "$B/dir" && sha256sum a.bin b.bin)"
+echo 3 >/proc/sys/vm/drop_caches
+check_eq "cat after drop_caches reads the same bytes" "$(sha256sum <"$W/a.bin")" "$(cat "$M/dir/a.bin" | sha256sum)"
+check "dd iflag=direct reads the same bytes" sh -c "dd if='$M/dir/b.bin' bs=64k iflag=direct status=none | cmp - '$W/b.bin'"
+check "dd oflag=direct conv=fsync writes them" dd if="$W/a.bin" of="$M/direct.bin" bs=1M oflag=direct conv=fsync status=none
+check "the direct copy has the same bytes" cmp "$W/a.bin" "$B/direct.bin"
+check "mv within the mount" mv "$M/dir/b.bin" "$M/moved.bin"
+check "rm and rmdir on the mount" sh -c "rm '$M/dir/a.bin' '$M/moved.bin' '$M/direct.bin' && rmdir '$M/dir'"
+check_eq "the backing dir is empty again" "" "$(ls -A "$B")"
+
+# The server's trace: READ and WRITE zero-copied, all else not.
+check_eq "every ring trace line ends in buf=N|- zc=0|1" "" \
+	"$(ring_lines "$LOG" | grep -v -E ' buf=([0-9]+|-) zc=[01]$' | head -n 2)"
+check_eq "every READ and WRITE was zero-copied (zc=1)" "" \
+	"$(ring_lines "$LOG" | grep -E ' op=(READ|WRITE) ' | grep -v ' zc=1$' | head -n 2)"
+check_eq "no other request was (zc=0)" "" \
+	"$(ring_lines "$LOG" | grep -v -E ' op=(READ|WRITE) ' | grep -v ' zc=0$' | head -n 2)"
+check_eq "a zero-copied READ has no payload buffer (buf=-), a WRITE one for its reply" "" \
+	"$(ring_lines "$LOG" | grep -E ' op=READ .* buf=[0-9]| op=WRITE .* buf=-' | head -n 2)"
+check_eq "the WRITEs carried every byte (2 x (1 MiB + 12345) + 100001)" \
+	"$((2 * (MIB + 12345) + 100001))" \
+	"$(ring_lines "$LOG" | awk '/ op=WRITE .* error=0 / { for (i = 1; i <= NF; i++) if ($i ~ /^in=/) s += substr($i, 4) } END { print s + 0 }')"
+for op in READ WRITE LOOKUP GETATTR CREATE OPEN; do
+	n=$(ring_lines "$LOG" | grep -c " op=$op ")
+	if [ "$n" -gt 0 ]; then pass "$op came over the ring ($n)"; else fail "$op came over the ring" "none"; fi
+done
+
+# The kernel's own account: fuse_uring_send records zero_copied per request.
+if [ -w "$EV/enable" ]; then
+	echo 0 >"$EV/enable"
+	cp "$TRACEFS/trace" "$W/tracefs.log"
+	for op in READ WRITE; do
+		check_eq "fuse_uring_send: every FUSE_$op zero_copied 1" "yes 0" \
+			"$(grep -q "(FUSE_$op) .* zero_copied 1 " "$W/tracefs.log" && echo yes || echo no) $(grep "(FUSE_$op) " "$W/tracefs.log" | grep -c -v ' zero_copied 1 ')"
+	done
+	for op in LOOKUP GETATTR CREATE; do
+		check_eq "fuse_uring_send: every FUSE_$op zero_copied 0" "yes 0" \
+			"$(grep -q "(FUSE_$op) .* zero_copied 0 " "$W/tracefs.log" && echo yes || echo no) $(grep "(FUSE_$op) " "$W/tracefs.log" | grep -c -v ' zero_copied 0 ')"
+	done
+	check_eq "fuse_uring_send: a zero-copied READ holds no payload buffer (buf -1)" "0" \
+		"$(grep '(FUSE_READ) ' "$W/tracefs.log" | grep -c -v ' buf -1 ')"
+	{ grep -m 1 '(FUSE_READ)' "$W/tracefs.log"; grep -m 1 '(FUSE_GETATTR)' "$W/tracefs.log"; } | sed 's/^ */# /'
+fi
+took "the round trip"
+
+# ---- sizes: 1 byte to more than max_write, unaligned offsets -------------------
+
+# One byte per write(2) and read(2), buffered and direct: each is a READ or
+# WRITE of 1 byte, at every offset in the folio.
+head -c 300 /dev/urandom >"$W/small.bin"
+before=$(wc -l <"$LOG")
+check "dd bs=1 writes 300 one-byte WRITEs" dd if="$W/small.bin" of="$M/bs1" bs=1 status=none
+check "dd bs=1 iflag=direct reads them back one byte at a time" \
+	sh -c "dd if='$M/bs1' bs=1 iflag=direct status=none | cmp - '$W/small.bin'"
+check "dd bs=1 oflag=direct writes one byte at a time" \
+	dd if="$W/small.bin" of="$M/bs1-direct" bs=1 oflag=direct status=none
+check "... and they are all there" cmp "$W/small.bin" "$B/bs1-direct"
+check_eq "1-byte WRITEs and READs, all zero-copied" "yes yes 0" \
+	"$(ring_lines "$LOG" $((before + 1)) | grep -q ' op=WRITE .* in=1 out=8 error=0 buf=[0-9]* zc=1$' && echo yes || echo no) $(ring_lines "$LOG" $((before + 1)) | grep -q ' op=READ .* out=1 error=0 buf=- zc=1$' && echo yes || echo no) $(ring_lines "$LOG" $((before + 1)) | grep -E ' op=(READ|WRITE) ' | grep -c -v 'zc=1$')"
+rm -f "$M/bs1" "$M/bs1-direct"
+
+# fio: 4 KiB; 1 MiB + 4 KiB, more than max_write (= --payload-size = 1
+# MiB), so the kernel splits each call into 1 MiB and 4 KiB requests; and,
+# buffered, an odd block size at an odd offset: every request starts and
+# ends inside a page.
+took "1-byte requests"
+before=$(wc -l <"$LOG")
+fio_verify_pairs "zero-copy" 1:4k:1M 0:4k:1M 1:$((MIB + 4096)):$((3 * (MIB + 4096))) \
+	0:$((MIB + 4096)):$((3 * (MIB + 4096))) 0:3001:128k:4097
+check_eq "the largest READ or WRITE is max_write (1048576), and all are zero-copied" "1048576 0" \
+	"$(ring_lines "$LOG" $((before + 1)) | awk '/ op=(READ|WRITE) / { for (i = 1; i <= NF; i++) { if ($i ~ /^in=/ && substr($i, 4) + 0 > m) m = substr($i, 4) + 0; if ($i ~ /^out=/ && $5 == "op=READ" && substr($i, 5) + 0 > m) m = substr($i, 5) + 0 } if ($NF != "zc=1") bad++ } END { print m, bad + 0 }')"
+# Buffered, at odd offsets and with an odd block size: every request
+# starts and ends inside a page.
+check_eq "odd offsets: WRITEs of 3001 bytes, starting inside pages" "yes" \
+	"$(ring_lines "$LOG" $((before + 1)) | awk '/ op=(READ|WRITE) / { for (i = 1; i <= NF; i++) if ($i ~ /^in=/ && $5 == "op=WRITE" && substr($i, 4) == 3001) w = 1 } END { print w ? "yes" : "no" }')"
+took "fio"
+
+# ---- mmap: page faults read, writeback writes ------------------------------------
+
+# A file written in the backing dir is read through a shared mapping on the
+# mount (READs from the fault path), then changed through the mapping at
+# odd offsets and msync()ed (WRITEs from writeback), and read back after
+# drop_caches.
+head -c $((3 * 4096 + 100)) /dev/urandom >"$B/mapped"
+before=$(wc -l <"$LOG")
+check "mmap: read and write through a shared mapping" python3 -c '
+import mmap, os, sys
+path, back = sys.argv[1], sys.argv[2]
+data = open(back, "rb").read()
+fd = os.open(path, os.O_RDWR)
+m = mmap.mmap(fd, len(data))
+assert m[:] == data, "mapped bytes differ from the backing file"
+for off, val in ((1, b"\x01" * 7), (4095, b"\x02" * 3), (9000, b"\x03" * 3000)):
+    m[off:off + len(val)] = val
+m.flush()
+want = bytes(m[:])
+m.close()
+os.close(fd)
+open("/proc/sys/vm/drop_caches", "w").write("3")
+got = open(path, "rb").read()
+assert got == want, "the mount reads back other bytes"
+assert open(back, "rb").read() == want, "the backing file has other bytes"
+' "$M/mapped" "$B/mapped"
+check_eq "mmap: READs and WRITEs, all zero-copied" "yes yes 0" \
+	"$(ring_lines "$LOG" $((before + 1)) | grep -q ' op=READ .* zc=1$' && echo yes || echo no) $(ring_lines "$LOG" $((before + 1)) | grep -q ' op=WRITE .* error=0 .* zc=1$' && echo yes || echo no) $(ring_lines "$LOG" $((before + 1)) | grep -E ' op=(READ|WRITE) ' | grep -c -v 'zc=1$')"
+rm -f "$M/mapped"
+unmount_zc "zero-copy with --trace"
+
+# ---- fixed-buffer slots without a request ---------------------------------------
+
+if [ -x "$EMPTY_SLOT" ]; then
+	"$EMPTY_SLOT" >"$W/empty-slot.log" 2>&1
+	for name in $("$EMPTY_SLOT" --list); do
+		line=$(grep -E "^(PASS|FAIL) $name(: |\$)" "$W/empty-slot.log" | head -n 1)
+		case "$line" in
+		"PASS $name") pass "fixed-buf-empty-slot: $name" ;;
+		"FAIL $name: "*) fail "fixed-buf-empty-slot: $name" "${line#"FAIL $name: "}" ;;
+		*) fail "fixed-buf-empty-slot: $name" "no result line: $(tail -n 1 "$W/empty-slot.log")" ;;
+		esac
+	done
+else
+	fail "fixed-buf-empty-slot is built" "$EMPTY_SLOT missing: run 'make tests'"
+fi
+took "mmap and empty slots"
+
+# ---- kill -9 and a forced unmount while buffers are registered --------------------
+
+# free_kb: free memory after dropping clean caches, in kB: the free pages
+# of every zone plus those waiting in the per-CPU lists, which MemFree
+# leaves out (they come and go by megabytes).
+free_kb() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	awk '$1 == "pages" && $2 == "free" { n += $3 } $1 == "count:" { n += $2 }
+		END { print n * 4 }' /proc/zoneinfo
+}
+# fio_bg NAME: direct and buffered I/O of 1 MiB blocks, a job each, for up
+# to a minute: requests in flight with 256 pages each registered in the
+# server's ring. Waits until both files are laid out.
+fio_bg() {
+	fio --name="$1-direct" --filename="$M/$1.dat" --size=2M --ioengine=psync \
+		--fallocate=none --rw=randrw --bs=1M --direct=1 \
+		--time_based --runtime=60 \
+		--name="$1-buffered" --filename="$M/$1-b.dat" --size=2M --ioengine=psync \
+		--fallocate=none --rw=randrw --bs=1M --direct=0 \
+		--time_based --runtime=60 >"$W/fio-$1.log" 2>&1 &
+	fio_pid=$!
+	i=0
+	while { [ "$(stat -c %s "$B/$1.dat" 2>/dev/null || echo 0)" -lt $((2 * MIB)) ] ||
+		[ "$(stat -c %s "$B/$1-b.dat" 2>/dev/null || echo 0)" -lt $((2 * MIB)) ]; } &&
+		[ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	sleep 0.5
+	if kill -0 "$fio_pid" 2>/dev/null; then
+		pass "$1: fio is running on the mount"
+	else
+		fail "$1: fio is running on the mount" "$(tail -n 2 "$W/fio-$1.log" | tr '\n' ' ')"
+	fi
+}
+fio_failed() {
+	if wait_gone "$fio_pid" 30; then
+		wait "$fio_pid"
+		check_eq "$2: fio fails with ECONNABORTED, ECANCELED or ENOTCONN" "failed yes" \
+			"$([ $? != 0 ] && echo failed || echo succeeded) $(grep -q -E 'err=(103|107|125)/' "$W/fio-$1.log" && echo yes || echo no)"
+	else
+		fail "$2: fio ends" "still running 30 s later"
+		kill -9 "$fio_pid"
+	fi
+}
+
+# forced_unmount: umount -f -l: MNT_FORCE aborts the connection (FUSE's
+# umount_begin), MNT_DETACH takes the busy mount away. The server, seeing
+# the abort, may detach the mount itself first; then umount(8) finds it
+# gone ("not mounted"), which is fine too.
+forced_unmount() {
+	if out=$(umount -f -l "$M" 2>&1); then
+		pass "forced unmount (MNT_FORCE | MNT_DETACH) with requests in flight"
+	else
+		case "$out" in
+		*"not mounted"*) pass "forced unmount (MNT_FORCE | MNT_DETACH) with requests in flight (the server detached it first)" ;;
+		*) fail "forced unmount (MNT_FORCE | MNT_DETACH) with requests in flight" "$out" ;;
+		esac
+	fi
+}
+
+base=$(free_kb)
+echo "# free before: $base kB (MemFree $(sed -n 's/^MemFree:[[:space:]]*//p' /proc/meminfo))"
+LOG=$W/kill.log
+if refsrv_start "$LOG" --mode=zero-copy --queue-depth=$DEPTH; then
+	fio_bg killed
+	kill -9 "$SRV_PID"
+	fio_failed killed "kill -9"
+	wait "$SRV_PID" 2>/dev/null
+	SRV_PID=
+	check "kill -9: umount of the dead mount works" timeout 10 umount "$M"
+else
+	fail "zero-copy mount for kill -9" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
+fi
+LOG=$W/forced.log
+if refsrv_start "$LOG" --mode=zero-copy --queue-depth=$DEPTH; then
+	fio_bg forced
+	forced_unmount
+	fio_failed forced "forced unmount"
+	if wait_gone "$SRV_PID" 20; then
+		wait "$SRV_PID"
+		check_eq "forced unmount: the server exits 0" "0" "$?"
+	else
+		fail "forced unmount: the server exits" "still running 20 s later"
+		kill -9 "$SRV_PID"
+	fi
+	SRV_PID=
+	check_eq "forced unmount: nothing mounted" "none" "$(mount_type "$M")"
+else
+	fail "zero-copy mount for the forced unmount" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
+fi
+rm -f "$B"/*.dat
+# Two servers' pinned regions (16 MiB each) and whatever folios their
+# registered buffers held: all of it must be free again. Slab caches and
+# the like move by a few hundred kB; one request's worth of leaked folios
+# is 1 MiB.
+sleep 1
+after=$(free_kb)
+echo "# free after: $after kB (before: $base kB, $((base - after)) kB less; MemFree $(sed -n 's/^MemFree:[[:space:]]*//p' /proc/meminfo))"
+if [ $((base - after)) -le 768 ]; then
+	pass "free memory is back within 768 kB after kill -9 and forced unmount ($((base - after)) kB less)"
+else
+	fail "free memory is back within 768 kB after kill -9 and forced unmount" \
+		"$((base - after)) kB less than before ($base -> $after kB)"
+fi
+took "kill -9 and forced unmount"
+
+splat=$(dmesg | sed -n "\\|$marker|,\$p" | grep -E "$SPLATS" | head -n 3)
+check_eq "the kernel logged no warning" "" "$(echo "$splat" | tr '\n' ' ' | sed 's/ $//')"
+exit 0
