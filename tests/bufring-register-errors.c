@@ -27,6 +27,8 @@
  *   FAIL name: expected -EINVAL, got accepted (no CQE: the command is queued)
  * plus "# ..." lines with details. Exit status 1 if any case failed.
  * --list prints the case names; case names as arguments run only those.
+ * Cases that reproduce a known kernel bug (known_bugs[]) are not listed and
+ * run only when named, e.g. zero-copy-abort-releases-folios.
  *
  * Each case names the check in build/linux/fs/fuse/dev_uring.c that decides
  * its errno: the kernel source is the specification, not this file.
@@ -2261,10 +2263,145 @@ out:
 		qs_free(qs);
 }
 
-static const struct {
+
+/* ---- known kernel bugs: run only when named, not by --list ---------------- */
+
+/*
+ * The client of zero-copy-abort-releases-folios: a direct read of "f" into
+ * rdata, which fails when the connection is aborted under it; then, like
+ * any caller, it reuses the buffer (fills it with 'c'), and after the
+ * server had its chance to write into it (ab_stage 3) counts the bytes
+ * that are no longer 'c'.
+ */
+static volatile int ab_stage;	/* 1 read returned, 2 buffer reused, 3 server done */
+static int ab_changed;
+
+static void client_abort(struct client *cl)
+{
+	char path[256];
+	int fd, i;
+
+	mnt_path(path, sizeof(path), "f");
+	fd = open(path, O_RDWR);
+	cl->open_err = fd < 0 ? errno : 0;
+	if (fd >= 0) {
+		cl->read_n = pread(fd, cl->rdata, IO_SIZE, 0);
+		cl->read_err = cl->read_n < 0 ? errno : 0;
+	}
+	memset(cl->rdata, 'c', IO_SIZE);
+	__atomic_store_n(&ab_stage, 2, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&ab_stage, __ATOMIC_SEQ_CST) < 3)
+		usleep(1000);
+	for (i = 0; i < IO_SIZE; i++)
+		ab_changed += cl->rdata[i] != 'c';
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Known bug (kernel-patches/0008): a connection aborted while the server
+ * holds a zero-copied READ ends the request (the caller's read(2) fails
+ * with ECONNABORTED), but leaves its folios registered as the fixed buffer
+ * at the entry's id in the server's ring. fuse_uring_entry_teardown() ends
+ * the request through fuse_uring_stop_fuse_req_end(), without
+ * zero_copy_unregister() (only fuse_uring_req_end() calls it), so the
+ * buffer stays until the server clears the slot or closes its ring, and
+ * a READ_FIXED issued after the caller's read(2) returned still writes
+ * into the caller's memory (direct I/O: its own buffer, which it may have
+ * reused; buffered: a page-cache folio). Asserted here is what should
+ * happen: after the abort, READ_FIXED at that id fails with -EFAULT (an
+ * empty slot) and the caller's buffer stays as it left it.
+ *
+ * Steps: a zero-copy connection, the client reads "f" (FOPEN_DIRECT_IO);
+ * the server holds the READ; umount2(MNT_FORCE) aborts the connection
+ * (fuse_umount_begin(); the umount itself fails with EBUSY, the file is
+ * open); the client's read returns and it fills its buffer with 'c'; the
+ * server submits READ_FIXED at the entry id from a memfd; the client
+ * counts the bytes that changed.
+ */
+static void case_zero_copy_abort_releases_folios(const char *name)
+{
+	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_UNEXPECTED, .memfd = -1 };
+	struct conn c = { .fd = -1 };
+	char pattern[FILE_SIZE], *hdr;
+	struct fuse_in_header ih;
+	int held = -1, late = 0, i, res;
+	uint64_t ud;
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	for (i = 0; i < FILE_SIZE; i++)
+		pattern[i] = (char)('a' + i % 26);
+	m.memfd = memfd_create("f", MFD_CLOEXEC);
+	if (m.memfd < 0 || pwrite(m.memfd, pattern, FILE_SIZE, 0) != FILE_SIZE) {
+		fail(name, "set-up: memfd: %s", strerror(errno));
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_abort;
+	m.c = &c;
+	m.qs = qs;
+	ab_stage = 0;
+	ab_changed = 0;
+	if (zero_copy_setup(name, &c, qs, DEPTH, ents))
+		goto out;
+	if (pthread_create(&cl->th, NULL, client_thread, cl)) {
+		fail(name, "set-up: pthread_create");
+		goto out;
+	}
+	/* serve LOOKUP and OPEN; hold the READ */
+	while (held < 0) {
+		if (mini_next_cqe(&m, REQUEST_MS, &ud, &res) || res < 0)
+			break;
+		hdr = slot(&qs[UD_QID(ud)], UD_ENT(ud));
+		memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out),
+		       sizeof(ih));
+		if (ih.opcode == FUSE_READ)
+			held = UD_ENT(ud);
+		else
+			mini_serve_one(&m, UD_QID(ud), UD_ENT(ud));
+	}
+	if (held >= 0) {
+		umount2(mnt, MNT_FORCE);	/* aborts; EBUSY for the umount */
+		while (__atomic_load_n(&ab_stage, __ATOMIC_SEQ_CST) < 2)
+			usleep(1000);
+		late = mini_fixed(&m, IORING_OP_READ_FIXED, (uint16_t)held,
+				  m.memfd, IO_SIZE, 0);
+	}
+	__atomic_store_n(&ab_stage, 3, __ATOMIC_SEQ_CST);
+	pthread_join(cl->th, NULL);
+	if (held < 0)
+		fail(name, "no READ reached the server");
+	else if (cl->read_err != ECONNABORTED)
+		fail(name, "read(2) across the abort: expected ECONNABORTED, got %s",
+		     cl->read_err ? strerror(cl->read_err) : "success");
+	else if (late != -EFAULT || ab_changed)
+		fail(name, "after the abort and the caller's read(2) returned, "
+		     "READ_FIXED at entry %d gave %d (expected -EFAULT: the "
+		     "folios should be unregistered) and changed %d of the "
+		     "caller's %d bytes", held, late, ab_changed, IO_SIZE);
+	else
+		pass(name);
+out:
+	conn_close(&c);
+	if (m.memfd >= 0)
+		close(m.memfd);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
+struct test_case {
 	const char *name;
 	void (*run)(const char *name);
-} cases[] = {
+};
+
+static const struct test_case cases[] = {
 	{ "control-bufring-every-queue-getattr", case_control },
 	{ "unknown-init-flag", case_unknown_flag },
 	{ "cross-queue-bufring-then-legacy", case_cross_bufring_then_legacy },
@@ -2302,6 +2439,15 @@ static const struct {
 	{ "zero-copy-kvec-read-copied", case_zero_copy_kvec_read_copied },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+/*
+ * Cases that fail on the current series, for a kernel bug they reproduce:
+ * not in --list (so not in the guest suite), run only when named.
+ */
+static const struct test_case known_bugs[] = {
+	{ "zero-copy-abort-releases-folios", case_zero_copy_abort_releases_folios },
+};
+#define NKNOWN (sizeof(known_bugs) / sizeof(known_bugs[0]))
 
 /* ---- set-up of the whole run -------------------------------------------- */
 
@@ -2387,15 +2533,20 @@ int main(int argc, char **argv)
 	old_enable = set_enable_uring('1');
 	printf("# %u FUSE queues (possible CPUs), max_payload_sz %u, mount point %s\n",
 	       nr_queues, max_payload, mnt);
-	for (i = 0; i < NCASES; i++) {
-		if (!selected(argc, argv, first, cases[i].name))
+	for (i = 0; i < NCASES + NKNOWN; i++) {
+		const struct test_case *t = i < NCASES ? &cases[i] :
+					    &known_bugs[i - NCASES];
+
+		/* a known bug's case only when named */
+		if (!selected(argc, argv, first, t->name) ||
+		    (i >= NCASES && first >= argc))
 			continue;
 		if (!old_enable)
-			fail(cases[i].name, "set-up: cannot write %s", ENABLE_URING);
+			fail(t->name, "set-up: cannot write %s", ENABLE_URING);
 		else if (!nr_queues)
-			fail(cases[i].name, "set-up: cannot read %s", CPUS_POSSIBLE);
+			fail(t->name, "set-up: cannot read %s", CPUS_POSSIBLE);
 		else
-			cases[i].run(cases[i].name);
+			t->run(t->name);
 	}
 	if (old_enable)
 		set_enable_uring(old_enable == 'Y' ? '1' : '0');
