@@ -100,7 +100,7 @@ refsrv_start() {
 	SRV_PID=$!
 	i=0
 	while [ $i -lt 600 ]; do
-		grep -q ' queues x ' "$log" && return 0
+		grep -qE ': [0-9]+ queues x [0-9]+ entries, ' "$log" && return 0
 		kill -0 "$SRV_PID" 2>/dev/null || return 1
 		sleep 0.1
 		i=$((i + 1))
