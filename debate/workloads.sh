@@ -24,7 +24,7 @@ WL_ALL="build tree git fio-seq fio-rand mixed"
 wl_describe() {
 	case "$1" in
 	build) echo "untar the reference server's sources (commit $WL_COMMIT, 12 files) and compile and link them with gcc, four compilers at a time" ;;
-	tree) echo "ls -lR, find and du over a copy of /usr/include/linux, asm-generic and asm (about 950 files in 60 directories)" ;;
+	tree) echo "ls -lR, find and du over a copy of /usr/include/linux, asm-generic and asm (864 files in 31 directories)" ;;
 	git) echo "git clone (--no-local) of this repository at commit $WL_COMMIT, git status, checkout of an older commit and back" ;;
 	fio-seq) echo "fio sequential, 1 MiB blocks: 16 MiB buffered write; 2 jobs x 16 MiB buffered read; 6 jobs x 4 MiB direct read; 4 jobs x 4 MiB direct write" ;;
 	fio-rand) echo "fio random: 12 jobs x 64 direct 4 KiB reads; 6 jobs x 32 direct 4 KiB writes; 4 jobs x 64 buffered 4 KiB reads; 6 jobs direct reads of 4-128 KiB (2 MiB each)" ;;
