@@ -123,3 +123,24 @@ wait_gone() {
 mount_type() {
 	awk -v m="$1" '$2 == m { t = $3 } END { print t ? t : "none" }' /proc/mounts
 }
+
+# possible_cpu_count: the number of possible CPUs, which is the number of
+# queues a server registers (one per possible CPU).
+possible_cpu_count() {
+	tr ',' '\n' </sys/devices/system/cpu/possible |
+		awk -F- '{ n += ($2 == "" ? 1 : $2 - $1 + 1) } END { print n }'
+}
+
+# refsrv_cleanup TAG: the last-resort cleanup of a test that started the
+# reference server: kill it ($SRV_PID), unmount $M, keep $W/*.log in the run
+# folder as TAG-NAME.log (they go back to the host), remove $W.
+refsrv_cleanup() {
+	[ -n "${SRV_PID:-}" ] && kill -9 "$SRV_PID" 2>/dev/null
+	umount -l "$M" 2>/dev/null
+	if [ -n "${LAB_RUN:-}" ]; then
+		for f in "$W"/*.log; do
+			[ -f "$f" ] && cp "$f" "$LAB_RUN/$1-${f##*/}"
+		done
+	fi
+	rm -rf "$W"
+}

@@ -28,16 +28,7 @@ mkdir -p "$B" "$M"
 # The server's process, and a last-resort cleanup if a check goes wrong.
 # The server logs go back to the host with the run folder.
 SRV_PID=
-cleanup() {
-	[ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
-	umount -l "$M" 2>/dev/null
-	if [ -n "${LAB_RUN:-}" ]; then
-		for f in "$W"/*.log; do
-			[ -f "$f" ] && cp "$f" "$LAB_RUN/refsrv-${f##*/}"
-		done
-	fi
-	rm -rf "$W"
-}
+cleanup() { refsrv_cleanup refsrv; }
 trap cleanup EXIT
 
 # cpus LIST: "0-2,5" -> "0 1 2 5" (the sysfs CPU list format).

@@ -29,20 +29,10 @@ rm -rf "$W"
 mkdir -p "$B" "$M"
 
 SRV_PID=
-cleanup() {
-	[ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
-	umount -l "$M" 2>/dev/null
-	if [ -n "${LAB_RUN:-}" ]; then
-		for f in "$W"/*.log; do
-			[ -f "$f" ] && cp "$f" "$LAB_RUN/bufring-${f##*/}"
-		done
-	fi
-	rm -rf "$W"
-}
+cleanup() { refsrv_cleanup bufring; }
 trap cleanup EXIT
 
-NQ=$(tr ',' '\n' </sys/devices/system/cpu/possible |
-	awk -F- '{ n += ($2 == "" ? 1 : $2 - $1 + 1) } END { print n }')
+NQ=$(possible_cpu_count)
 
 # mount_bufring LOG NBUFS [ARGS...]: mount in bufring mode, DEPTH entries and
 # NBUFS buffers per queue; check the start-up lines. 1 if it did not mount.

@@ -41,20 +41,10 @@ marker="23-pinned-start $(date +%s%N)"
 echo "$marker" >/dev/kmsg
 
 SRV_PID=
-cleanup() {
-	[ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
-	umount -l "$M" 2>/dev/null
-	if [ -n "${LAB_RUN:-}" ]; then
-		for f in "$W"/*.log; do
-			[ -f "$f" ] && cp "$f" "$LAB_RUN/pinned-${f##*/}"
-		done
-	fi
-	rm -rf "$W"
-}
+cleanup() { refsrv_cleanup pinned; }
 trap cleanup EXIT
 
-NQ=$(tr ',' '\n' </sys/devices/system/cpu/possible |
-	awk -F- '{ n += ($2 == "" ? 1 : $2 - $1 + 1) } END { print n }')
+NQ=$(possible_cpu_count)
 
 # What each mode pins, by the kernel's rule: every page a region touches,
 # and the server's regions start on page boundaries. Per queue the headers

@@ -37,21 +37,13 @@ echo "$marker" >/dev/kmsg
 
 SRV_PID=
 cleanup() {
-	[ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null
-	umount -l "$M" 2>/dev/null
 	[ -w "$TRACEFS/events/fuse/fuse_uring_send/enable" ] &&
 		echo 0 >"$TRACEFS/events/fuse/fuse_uring_send/enable"
-	if [ -n "${LAB_RUN:-}" ]; then
-		for f in "$W"/*.log; do
-			[ -f "$f" ] && cp "$f" "$LAB_RUN/zero-copy-${f##*/}"
-		done
-	fi
-	rm -rf "$W"
+	refsrv_cleanup zero-copy
 }
 trap cleanup EXIT
 
-NQ=$(tr ',' '\n' </sys/devices/system/cpu/possible |
-	awk -F- '{ n += ($2 == "" ? 1 : $2 - $1 + 1) } END { print n }')
+NQ=$(possible_cpu_count)
 T0=$(date +%s)
 took() { echo "# $1 took $(($(date +%s) - T0)) s"; T0=$(date +%s); }
 
