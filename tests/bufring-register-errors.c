@@ -27,8 +27,6 @@
  *   FAIL name: expected -EINVAL, got accepted (no CQE: the command is queued)
  * plus "# ..." lines with details. Exit status 1 if any case failed.
  * --list prints the case names; case names as arguments run only those.
- * Cases that reproduce a known kernel bug (known_bugs[]) are not listed and
- * run only when named, e.g. zero-copy-abort-releases-folios.
  *
  * Each case names the check in build/linux/fs/fuse/dev_uring.c that decides
  * its errno: the kernel source is the specification, not this file.
@@ -2264,10 +2262,8 @@ out:
 }
 
 
-/* ---- known kernel bugs: run only when named, not by --list ---------------- */
-
 /*
- * The client of zero-copy-abort-releases-folios: a direct read of "f" into
+ * The client of zero-copy-abort-revokes-folios: a direct read of "f" into
  * rdata, which fails when the connection is aborted under it; then, like
  * any caller, it reuses the buffer (fills it with 'c'), and after the
  * server had its chance to write into it (ab_stage 3) counts the bytes
@@ -2299,18 +2295,13 @@ static void client_abort(struct client *cl)
 }
 
 /*
- * Known bug (kernel-patches/0008): a connection aborted while the server
- * holds a zero-copied READ ends the request (the caller's read(2) fails
- * with ECONNABORTED), but leaves its folios registered as the fixed buffer
- * at the entry's id in the server's ring. fuse_uring_entry_teardown() ends
- * the request through fuse_uring_stop_fuse_req_end(), without
- * zero_copy_unregister() (only fuse_uring_req_end() calls it), so the
- * buffer stays until the server clears the slot or closes its ring, and
- * a READ_FIXED issued after the caller's read(2) returned still writes
- * into the caller's memory (direct I/O: its own buffer, which it may have
- * reused; buffered: a page-cache folio). Asserted here is what should
- * happen: after the abort, READ_FIXED at that id fails with -EFAULT (an
- * empty slot) and the caller's buffer stays as it left it.
+ * A connection aborted while the server holds a zero-copied READ: the
+ * teardown ends the request (the caller's read(2) fails with ECONNABORTED)
+ * without a command of the server's ring to unregister the folios with, so
+ * it revokes the buffer (fuse_zero_copy_end(), io_buffer_revoke_bvec()):
+ * a READ_FIXED the server issues after that fails with -EFAULT, and the
+ * caller's buffer, which it may reuse at once, stays as it left it.
+ * (Before the fix, and on 7.3, the READ_FIXED wrote into it.)
  *
  * Steps: a zero-copy connection, the client reads "f" (FOPEN_DIRECT_IO);
  * the server holds the READ; umount2(MNT_FORCE) aborts the connection
@@ -2319,7 +2310,7 @@ static void client_abort(struct client *cl)
  * server submits READ_FIXED at the entry id from a memfd; the client
  * counts the bytes that changed.
  */
-static void case_zero_copy_abort_releases_folios(const char *name)
+static void case_zero_copy_abort_revokes_folios(const char *name)
 {
 	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
 	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
@@ -2383,8 +2374,8 @@ static void case_zero_copy_abort_releases_folios(const char *name)
 	else if (late != -EFAULT || ab_changed)
 		fail(name, "after the abort and the caller's read(2) returned, "
 		     "READ_FIXED at entry %d gave %d (expected -EFAULT: the "
-		     "folios should be unregistered) and changed %d of the "
-		     "caller's %d bytes", held, late, ab_changed, IO_SIZE);
+		     "buffer is revoked) and changed %d of the caller's %d "
+		     "bytes", held, late, ab_changed, IO_SIZE);
 	else
 		pass(name);
 out:
@@ -2437,17 +2428,10 @@ static const struct test_case cases[] = {
 	{ "zero-copy-table-too-small", case_zero_copy_table_too_small },
 	{ "zero-copy-fixed-directions", case_zero_copy_fixed_directions },
 	{ "zero-copy-kvec-read-copied", case_zero_copy_kvec_read_copied },
+	{ "zero-copy-abort-revokes-folios", case_zero_copy_abort_revokes_folios },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
-/*
- * Cases that fail on the current series, for a kernel bug they reproduce:
- * not in --list (so not in the guest suite), run only when named.
- */
-static const struct test_case known_bugs[] = {
-	{ "zero-copy-abort-releases-folios", case_zero_copy_abort_releases_folios },
-};
-#define NKNOWN (sizeof(known_bugs) / sizeof(known_bugs[0]))
 
 /* ---- set-up of the whole run -------------------------------------------- */
 
@@ -2533,13 +2517,10 @@ int main(int argc, char **argv)
 	old_enable = set_enable_uring('1');
 	printf("# %u FUSE queues (possible CPUs), max_payload_sz %u, mount point %s\n",
 	       nr_queues, max_payload, mnt);
-	for (i = 0; i < NCASES + NKNOWN; i++) {
-		const struct test_case *t = i < NCASES ? &cases[i] :
-					    &known_bugs[i - NCASES];
+	for (i = 0; i < NCASES; i++) {
+		const struct test_case *t = &cases[i];
 
-		/* a known bug's case only when named */
-		if (!selected(argc, argv, first, t->name) ||
-		    (i >= NCASES && first >= argc))
+		if (!selected(argc, argv, first, t->name))
 			continue;
 		if (!old_enable)
 			fail(t->name, "set-up: cannot write %s", ENABLE_URING);
