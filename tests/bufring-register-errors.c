@@ -1,8 +1,9 @@
 /*
  * tests/bufring-register-errors.c: every mistake a server can make when it
  * registers a buffer ring (patch 0004), with pinned headers or buffers
- * (0005, 0006) or zero-copy (0008), and the exact errno the kernel answers
- * it with; and what a zero-copied request does when things go wrong.
+ * (0005, 0006) or zero-copy (0008), or when it commits a reply, and the
+ * exact errno the kernel answers it with; and what a zero-copied request
+ * does when things go wrong.
  *
  * It speaks the protocol itself, with liburing and nothing else (no libfuse,
  * no reference server): per case it opens /dev/fuse, mounts a FUSE file
@@ -14,19 +15,61 @@
  * fs/fuse/dev_uring.c: a queue's first REGISTER fixes its buffer ring for
  * good (fuse_uring_create_queue()), and a failed REGISTER switches io_uring
  * off for the whole connection (fuse_uring_cmd() clears fch->io_uring, so
- * every later REGISTER gets -EOPNOTSUPP). So in each case the REGISTER under
- * test is the connection's last.
+ * every later REGISTER gets -EOPNOTSUPP: register-after-failed-register).
+ * So in each case the REGISTER under test is the connection's last.
  *
- * The positive control comes first: the same well-formed set-up that the
- * other cases break one field at a time must register on every queue and
- * carry a real request (a GETATTR from stat(2)) to the right header slot.
- * Without it, a refusal could just as well mean that the set-up was wrong.
+ * The cases (53; --list names them, in this order):
+ *   - control-*: the well-formed set-up the other cases break one field at
+ *     a time registers on every queue and carries a real request (a
+ *     GETATTR from stat(2)) to the right header slot; once plain, once
+ *     pinned. Without them, a refusal could just as well mean that the
+ *     set-up was wrong.
+ *   - the connection: REGISTER before the FUSE_INIT reply (-EAGAIN, then
+ *     accepted once INIT is answered), without FUSE_OVER_IO_URING in INIT
+ *     and after a failed REGISTER (-EOPNOTSUPP), on a ring without SQE128,
+ *     an unknown command op, an unknown flag, a qid past the last queue
+ *     (-EINVAL);
+ *   - queues that disagree (cross-queue-*, same-queue-*: -EINVAL);
+ *   - the buffer ring's geometry: queue_depth, buf_size, the headers and
+ *     payload regions (-EINVAL, and what is accepted: 65535 buffers, a
+ *     region not a multiple of buf_size, misaligned or unmapped headers);
+ *   - entry ids (sqe->buf_index): past queue_depth, 65535 on the first
+ *     REGISTER (-EINVAL), an id registered twice and a REGISTER more than
+ *     queue_depth (-EBUSY);
+ *   - COMMIT_AND_FETCH: an unknown commit_id, a double commit, the right
+ *     commit_id on the other queue (-ENOENT), a qid past the last queue
+ *     (-EINVAL), a queue never registered (-ENOTCONN);
+ *   - replies the kernel refuses (reply-*): payload_sz past the payload
+ *     buffer (buffer ring and 7.2's iovec layout) or 0xffffffff, a positive
+ *     error (stat(2) gets EINVAL), a wrong unique (ENOENT); each followed by
+ *     a request served right on the same connection;
+ *   - pinned-*: flags without a buffer ring, misaligned regions,
+ *     RLIMIT_MEMLOCK exactly enough and a page short (-ENOMEM);
+ *   - zero-copy-*: without the pinned flags (-EINVAL), without
+ *     CAP_SYS_ADMIN (-EPERM), a fixed-buffer table too small, the
+ *     directions of READ_FIXED/WRITE_FIXED, an ITER_KVEC read (copied), an
+ *     abort while the server holds a zero-copied READ.
  *
- * Output, one line per case, read by tests/guest/22-bufring-register-errors.sh:
+ * After each case, the kernel log: main() remembers the end of /dev/kmsg
+ * before the case (kmsg_mark()) and reads what was logged during it after
+ * (kmsg_check()). Every new record is printed as "# kernel: ..." (several
+ * cases make the kernel pr_info/pr_warn on purpose); one that looks like a
+ * broken kernel (kernel_splats[]: BUG:, WARNING:, KASAN:, a lockdep report,
+ * a hung task, ...) FAILs the case. A record whose text has no final
+ * newline becomes readable only when the next record is logged, so it may
+ * show up under the next case; the guest script checks the whole log too.
+ *
+ * Output, one result line per case, read by
+ * tests/guest/22-bufring-register-errors.sh:
+ *   # kernel: Entry id 1 in use
  *   PASS name
  *   FAIL name: expected -EINVAL, got accepted (no CQE: the command is queued)
- * plus "# ..." lines with details. Exit status 1 if any case failed.
- * --list prints the case names; case names as arguments run only those.
+ *   FAIL name: the kernel logged "WARNING: CPU: 1 PID: 93 at ..."
+ * plus "# ..." lines with details. PASS comes after the case's kernel lines
+ * (only then is it known); a case that failed its own check and the kernel
+ * one has two FAIL lines, the first counts. Exit status 1 if any case
+ * failed. --list prints the case names; case names as arguments run only
+ * those.
  *
  * Each case names the check in build/linux/fs/fuse/dev_uring.c that decides
  * its errno: the kernel source is the specification, not this file.
@@ -39,6 +82,7 @@
  * their own (serve_mini()): a root with files "f", "g" and "x".
  *
  * Build: make tests (static, against the patched uapi in build/headers).
+ * Needs root (mount, /dev/kmsg): it runs in the guest.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE		/* pthread_timedjoin_np() */
@@ -116,9 +160,18 @@ static int failures;
 
 /* ---- reporting ---------------------------------------------------------- */
 
+/*
+ * A case reports through pass() and fail(); main() prints its PASS line only
+ * after the kernel-log check (kmsg_check()), so a case that passed while the
+ * kernel warned is a FAIL. fail() prints at once: a case may FAIL twice (its
+ * own check and the kernel's), the guest script reads the first line.
+ */
+static bool case_passed, case_failed;
+
 static void pass(const char *name)
 {
-	printf("PASS %s\n", name);
+	(void)name;
+	case_passed = true;
 }
 
 /* Returns -1, so that a case can "return fail(...)". */
@@ -132,8 +185,82 @@ static int fail(const char *name, const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	printf("\n");
-	failures++;
+	case_failed = true;
 	return -1;
+}
+
+/* ---- the kernel log, per case -------------------------------------------- */
+
+/*
+ * What a broken kernel prints: a case that makes the kernel log one of these
+ * has failed, whatever its errno said. The same list as tests/guest/run's
+ * SPLATS, and the debug kernel's checkers (KFENCE, lockdep, might_sleep).
+ */
+static const char *const kernel_splats[] = {
+	"BUG:", "WARNING:", "Oops", "Kernel panic", "general protection fault",
+	"KASAN:", "UBSAN:", "KFENCE:", "kmemleak:", "list_add corruption",
+	"list_del corruption", "refcount_t:", "INFO: task",
+	"blocked for more than", "possible circular locking",
+	"inconsistent lock state",
+	"sleeping function called from invalid context",
+};
+
+/*
+ * Before a case: a /dev/kmsg reader positioned after the last record, or -1
+ * (errno set). Each read(2) of it returns one record.
+ */
+static int kmsg_mark(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0 && lseek(fd, 0, SEEK_END) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * After a case: read the records logged since kmsg_mark(), print each as
+ * "# kernel: ...", and FAIL the case on the first that matches
+ * kernel_splats[]. A record is "prio,seq,usec,flags;text\n" followed by
+ * " KEY=value" lines; only the text is looked at. Closes fd.
+ */
+static void kmsg_check(const char *name, int fd)
+{
+	char rec[8192], *text, *end;
+	bool bad = false;
+	ssize_t n;
+	size_t i;
+
+	if (fd < 0) {
+		fail(name, "cannot read the kernel log: /dev/kmsg: %s", strerror(errno));
+		return;
+	}
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE) {	/* records overwritten: go on */
+			printf("# kernel: (some records were lost)\n");
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;		/* EAGAIN: no more records */
+		rec[n] = '\0';
+		text = strchr(rec, ';');
+		text = text ? text + 1 : rec;
+		end = strchr(text, '\n');
+		if (end)
+			*end = '\0';
+		printf("# kernel: %s\n", text);
+		for (i = 0; !bad && i < sizeof(kernel_splats) / sizeof(kernel_splats[0]); i++)
+			if (strstr(text, kernel_splats[i])) {
+				fail(name, "the kernel logged \"%s\"", text);
+				bad = true;
+			}
+	}
+	close(fd);
 }
 
 static const char *errno_name(int e)
@@ -205,7 +332,7 @@ struct conn {
  * sizes max_payload_sz as max(FUSE_MIN_READ_BUFFER, max_write, max_pages
  * pages), which is what main() computes into max_payload.
  */
-static int answer_init(int fd, const char **what)
+static int answer_init(int fd, bool uring, const char **what)
 {
 	static char buf[INIT_READ_BUF];
 	const struct fuse_in_header *ih = (const void *)buf;
@@ -232,7 +359,7 @@ static int answer_init(int fd, const char **what)
 	if (!(offered & FUSE_OVER_IO_URING))
 		return -EOPNOTSUPP;
 
-	wanted = FUSE_INIT_EXT | FUSE_MAX_PAGES | FUSE_OVER_IO_URING;
+	wanted = FUSE_INIT_EXT | FUSE_MAX_PAGES | (uring ? FUSE_OVER_IO_URING : 0);
 	memset(&out, 0, sizeof(out));
 	out.major = FUSE_KERNEL_VERSION;
 	out.minor = in->minor < FUSE_KERNEL_MINOR_VERSION ?
@@ -273,8 +400,15 @@ static void conn_close(struct conn *c)
 	c->fd = -1;
 }
 
-/* A fresh connection, initialized, with a ring; FAILs the case if not. */
-static int conn_open(struct conn *c, const char *name)
+/* How conn_open_init() answers FUSE_INIT. */
+enum init_mode {
+	INIT_URING,	/* with FUSE_OVER_IO_URING: what every case but three wants */
+	INIT_NO_URING,	/* without it: the connection has no ring */
+	INIT_LATER,	/* not yet: the case calls answer_init() itself */
+};
+
+/* A fresh connection, FUSE_INIT answered as mode says, with an io_uring. */
+static int conn_open_init(struct conn *c, const char *name, enum init_mode mode)
 {
 	const char *what = "open /dev/fuse";
 	char opts[128];
@@ -298,9 +432,11 @@ static int conn_open(struct conn *c, const char *name)
 	}
 	c->mounted = true;
 
-	err = answer_init(c->fd, &what);
-	if (err)
-		goto out;
+	if (mode != INIT_LATER) {
+		err = answer_init(c->fd, mode == INIT_URING, &what);
+		if (err)
+			goto out;
+	}
 
 	/* FUSE's commands do not fit a 64-byte SQE: fuse_uring_cmd() wants SQE128 */
 	what = "io_uring_queue_init(SQE128)";
@@ -312,6 +448,12 @@ static int conn_open(struct conn *c, const char *name)
 out:
 	conn_close(c);
 	return fail(name, "set-up: %s: %s", what, strerror(-err));
+}
+
+/* A fresh connection, initialized, with a ring; FAILs the case if not. */
+static int conn_open(struct conn *c, const char *name)
+{
+	return conn_open_init(c, name, INIT_URING);
 }
 
 /* ---- commands ------------------------------------------------------------ */
@@ -366,7 +508,7 @@ static int wait_cqe_ms(struct conn *c, int ms, uint64_t *ud, int *res)
  * the call returns; an accepted one stays queued (-EIOCBQUEUED) until the
  * kernel has a request for its entry, which in these cases never comes.
  */
-static int submit_and_reap(struct conn *c, uint64_t ud)
+static int submit_and_reap_ms(struct conn *c, uint64_t ud, int ms)
 {
 	uint64_t got;
 	int ret, res;
@@ -377,7 +519,7 @@ static int submit_and_reap(struct conn *c, uint64_t ud)
 		return NOT_SUBMITTED;
 	}
 	for (;;) {
-		ret = wait_cqe_ms(c, ACCEPT_MS, &got, &res);
+		ret = wait_cqe_ms(c, ms, &got, &res);
 		if (ret == -ETIME)
 			return ACCEPTED;
 		if (ret < 0) {
@@ -391,6 +533,11 @@ static int submit_and_reap(struct conn *c, uint64_t ud)
 	}
 }
 
+static int submit_and_reap(struct conn *c, uint64_t ud)
+{
+	return submit_and_reap_ms(c, ud, ACCEPT_MS);
+}
+
 /* What one REGISTER carries. */
 struct reg {
 	uint16_t qid;
@@ -401,7 +548,8 @@ struct reg {
 	const struct iovec *iov; /* [0] headers, [1] payload */
 };
 
-static int do_register(struct conn *c, const struct reg *r)
+/* Submit one REGISTER; a CQE counts if it comes within ms. */
+static int do_register_ms(struct conn *c, const struct reg *r, int ms)
 {
 	struct fuse_uring_cmd_req req = {
 		.flags = r->flags,
@@ -417,7 +565,12 @@ static int do_register(struct conn *c, const struct reg *r)
 	sqe->addr = (uintptr_t)r->iov;
 	sqe->len = 2;
 	sqe->buf_index = r->ent;
-	return submit_and_reap(c, ud);
+	return submit_and_reap_ms(c, ud, ms);
+}
+
+static int do_register(struct conn *c, const struct reg *r)
+{
+	return do_register_ms(c, r, ACCEPT_MS);
 }
 
 static int do_commit(struct conn *c, uint16_t qid, uint16_t ent,
@@ -671,6 +824,19 @@ static void stat_end(struct stat_job *j, bool joined)
 struct served {
 	uint16_t qid, ent, buf_id;
 	uint64_t unique;
+	int wrong_qid_res;	/* with reply_bend.wrong_qid_first */
+};
+
+/*
+ * A reply with one thing wrong (the reply-* and commit-wrong-qid cases);
+ * serve_getattr() with NULL sends the right one.
+ */
+struct reply_bend {
+	bool payload_sz_set;
+	uint32_t payload_sz;	/* ring_ent_in_out.payload_sz, if set */
+	uint64_t unique_xor;	/* fuse_out_header.unique ^= this */
+	int32_t error;		/* fuse_out_header.error */
+	bool wrong_qid_first;	/* COMMIT_AND_FETCH on the other queue first */
 };
 
 /* Every header slot still poisoned, but the one the request went to. */
@@ -688,15 +854,18 @@ static bool only_slot_written(const struct qmem *qs, uint16_t qid, uint16_t ent)
 
 /*
  * The kernel hands the GETATTR of stat(2) on the mount root to an entry:
- * the entry's REGISTER completes with res 0, the request is in the entry's
- * header slot (in_out: fuse_in_header, op_in: fuse_getattr_in,
- * ring_ent_in_out: commit_id and the buf_id the kernel picked, since
- * GETATTR has an out argument to carry). Check that, answer with
- * st_size = MARKER_SIZE in that buffer, and COMMIT_AND_FETCH.
+ * the entry's REGISTER (or, once it served a request, its COMMIT_AND_FETCH)
+ * completes with res 0, the request is in the entry's header slot (in_out:
+ * fuse_in_header, op_in: fuse_getattr_in, ring_ent_in_out: commit_id and
+ * the buf_id the kernel picked, since GETATTR has an out argument to carry).
+ * Check that, answer with st_size = MARKER_SIZE in that buffer (bent by b,
+ * if not NULL), and COMMIT_AND_FETCH. A queue without a buffer ring
+ * (buf_size 0) has one entry, whose payload is all of iov[1], and buf_id 0.
  * 0, or -1 after FAILing the case.
  */
 static int serve_getattr(const char *name, struct conn *c,
-			 const struct qmem *qs, struct served *s)
+			 const struct qmem *qs, struct served *s,
+			 const struct reply_bend *b)
 {
 	struct fuse_uring_ent_in_out eio;
 	struct fuse_out_header oh;
@@ -714,8 +883,9 @@ static int serve_getattr(const char *name, struct conn *c,
 			    REQUEST_MS);
 	if (ret < 0)
 		return fail(name, "io_uring_wait_cqe_timeout: %s", strerror(-ret));
-	if (UD_KIND(ud) != UD_REGISTER || res != 0 || UD_QID(ud) >= nr_queues)
-		return fail(name, "expected a REGISTER CQE with res 0, got kind %u "
+	if ((UD_KIND(ud) != UD_REGISTER && UD_KIND(ud) != UD_COMMIT) ||
+	    res != 0 || UD_QID(ud) >= nr_queues)
+		return fail(name, "expected a REGISTER or COMMIT CQE with res 0, got kind %u "
 			    "q=%u ent=%u res %d", UD_KIND(ud), UD_QID(ud),
 			    UD_ENT(ud), res);
 	s->qid = UD_QID(ud);
@@ -737,7 +907,7 @@ static int serve_getattr(const char *name, struct conn *c,
 	if (eio.payload_sz != 0)
 		return fail(name, "GETATTR has no in payload, but payload_sz is %u",
 			    eio.payload_sz);
-	nbufs = q->iov[1].iov_len / q->buf_size;
+	nbufs = q->buf_size ? q->iov[1].iov_len / q->buf_size : 1;
 	if (eio.buf_id >= nbufs)
 		return fail(name, "buf_id %u, but the payload region holds %zu buffers",
 			    eio.buf_id, nbufs);
@@ -759,12 +929,27 @@ static int serve_getattr(const char *name, struct conn *c,
 	oh = (struct fuse_out_header){
 		.len = sizeof(oh) + sizeof(ao), .error = 0, .unique = ih.unique,
 	};
-	memcpy(hdr + offsetof(struct fuse_uring_req_header, in_out), &oh, sizeof(oh));
 	eio.payload_sz = sizeof(ao);
+	if (b) {
+		oh.unique ^= b->unique_xor;
+		oh.error = b->error;
+		if (b->payload_sz_set)
+			eio.payload_sz = b->payload_sz;
+	}
+	memcpy(hdr + offsetof(struct fuse_uring_req_header, in_out), &oh, sizeof(oh));
 	memcpy(hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
 	       &eio, sizeof(eio));
 
-	/* the commit is accepted and stays queued: it fetches the next request */
+	/* the same commit_id on the other queue: not in its processing list */
+	if (b && b->wrong_qid_first)
+		s->wrong_qid_res = do_commit(c, (uint16_t)((s->qid + 1) % nr_queues),
+					     s->ent, ih.unique);
+
+	/*
+	 * The commit is accepted and stays queued: it fetches the next
+	 * request. (Also with a bent reply: the command is fine, the request
+	 * it answers ends with the kernel's error.)
+	 */
 	res = do_commit(c, s->qid, s->ent, ih.unique);
 	if (res != ACCEPTED) {
 		char buf[48];
@@ -811,7 +996,7 @@ static int round_trip(const char *name, struct conn *c, struct qmem *qs,
 			goto out;
 	/* every queue has entries now: the ring is ready (is_ring_ready()) */
 	stat_go(j);
-	if (serve_getattr(name, c, qs, s))
+	if (serve_getattr(name, c, qs, s, NULL))
 		goto out;
 	err = check_stat_reply(name, j, &joined);
 out:
@@ -1336,9 +1521,10 @@ out:
 }
 
 /*
- * A COMMIT_AND_FETCH repeating the commit_id of a request already
- * answered: the request has ended and left the processing list. Kernel:
- * the same fuse_request_find() line, -ENOENT.
+ * A double commit: a COMMIT_AND_FETCH repeating the commit_id of a request
+ * already answered (the first commit was accepted). The request has ended
+ * and left the processing list. Kernel: the same fuse_request_find() line,
+ * -ENOENT.
  */
 static void case_commit_stale(const char *name)
 {
@@ -2387,6 +2573,477 @@ out:
 		qs_free(qs);
 }
 
+/* ---- more REGISTER mistakes: the connection, the queue id, the entry id -- */
+
+/*
+ * REGISTER before the FUSE_INIT reply was written: the mount sent FUSE_INIT,
+ * the server has not answered, so the ring is not sized yet. Kernel:
+ * fuse_uring_cmd(), "if (!smp_load_acquire(&fch->initialized)) return
+ * -EAGAIN;". fuse_uring_cmd() returns before its REGISTER branch, so this
+ * does not switch io_uring off: io_uring punts the -EAGAIN to io-wq
+ * (uring_cmd has no poll to wait on), which issues it once more, gets
+ * -EAGAIN again and posts that as the CQE; hence the longer wait. Asserted:
+ * exactly -EAGAIN, and after we answer FUSE_INIT the same REGISTER is
+ * accepted (so the -EAGAIN was about INIT, not about the REGISTER).
+ */
+static void case_register_before_init(const char *name)
+{
+	const char *what;
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	char buf[48];
+	int res, err;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open_init(&c, name, INIT_LATER) == 0) {
+		r = reg_bufring(0, 0, &q);
+		res = do_register_ms(&c, &r, REQUEST_MS);
+		if (res != -EAGAIN) {
+			expect_res(name, -EAGAIN, res);
+		} else if ((err = answer_init(c.fd, true, &what))) {
+			fail(name, "set-up: %s: %s", what, strerror(-err));
+		} else {
+			res = do_register(&c, &r);
+			if (res == ACCEPTED)
+				pass(name);
+			else
+				fail(name, "-EAGAIN before FUSE_INIT, but after it the "
+				     "REGISTER got %s, not accepted",
+				     res_str(res, buf, sizeof(buf)));
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * A FUSE_INIT reply without FUSE_OVER_IO_URING: the connection has no ring,
+ * and fch->io_uring stays 0. Kernel: fuse_uring_cmd(), "if
+ * (!fch->io_uring) { ... "fuse-io-uring not enabled on this connection" ...
+ * return -EOPNOTSUPP;" (enable_uring is on, main() set it).
+ */
+static void case_register_without_over_io_uring(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open_init(&c, name, INIT_NO_URING) == 0) {
+		r = reg_bufring(0, 0, &q);
+		expect_res(name, -EOPNOTSUPP, do_register(&c, &r));
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * A well-formed REGISTER after a failed one: the failure switched io_uring
+ * off for the connection. Kernel: fuse_uring_cmd(), REGISTER branch, "if
+ * (err) { ... fch->io_uring = 0;", then for the next command "if
+ * (!fch->io_uring) ... return -EOPNOTSUPP;". The failed one is
+ * queue-depth-zero's (-EINVAL, asserted as a set-up step).
+ */
+static void case_register_after_failed_register(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	char buf[48];
+	int res;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open(&c, name) == 0) {
+		r = reg_bufring(0, 0, &q);
+		r.depth = 0;
+		res = do_register(&c, &r);
+		if (res != -EINVAL) {
+			fail(name, "set-up: REGISTER with queue_depth 0: expected "
+			     "-EINVAL, got %s", res_str(res, buf, sizeof(buf)));
+		} else {
+			r = reg_bufring(0, 0, &q);
+			expect_res(name, -EOPNOTSUPP, do_register(&c, &r));
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * A qid one past the last queue (one queue per possible CPU). Kernel:
+ * fuse_uring_register(), "if (qid >= ring->nr_queues) { ... return
+ * -EINVAL;".
+ */
+static void bend_qid_beyond_queues(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->qid = (uint16_t)nr_queues;
+}
+
+static void case_register_qid_beyond_queues(const char *name)
+{
+	first_register(name, -EINVAL, bend_qid_beyond_queues);
+}
+
+/*
+ * The well-formed REGISTER on a ring without IORING_SETUP_SQE128: its SQEs
+ * have no room for struct fuse_uring_cmd_req. Kernel: fuse_uring_cmd(),
+ * "if (!(issue_flags & IO_URING_F_SQE128)) return -EINVAL;" (io_uring_cmd()
+ * sets that flag only for an SQE128 ring). The SQE is 64 bytes: only they
+ * are cleared and filled, the command's fields cannot be sent.
+ */
+static void case_register_without_sqe128(const char *name)
+{
+	struct io_uring ring64;
+	struct io_uring_sqe *sqe;
+	struct qmem q;
+	struct conn c;
+	int err, res;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open(&c, name) == 0) {
+		err = io_uring_queue_init(4, &ring64, 0);
+		if (err) {
+			fail(name, "set-up: io_uring_queue_init(64-byte SQEs): %s",
+			     strerror(-err));
+		} else {
+			sqe = io_uring_get_sqe(&ring64);
+			if (!sqe)
+				abort();	/* a fresh ring has SQEs */
+			memset(sqe, 0, sizeof(*sqe));
+			sqe->opcode = IORING_OP_URING_CMD;
+			sqe->fd = c.fd;
+			sqe->cmd_op = FUSE_IO_URING_CMD_REGISTER;
+			sqe->addr = (uintptr_t)q.iov;
+			sqe->len = 2;
+			sqe->user_data = UD(UD_REGISTER, 0, 0);
+			if (io_uring_submit(&ring64) != 1) {
+				fail(name, "set-up: io_uring_submit failed");
+			} else {
+				struct __kernel_timespec ts = { .tv_sec = REQUEST_MS / 1000 };
+				struct io_uring_cqe *cqe;
+
+				/* a refusal comes inline; wait as for any CQE */
+				do {
+					err = io_uring_wait_cqe_timeout(&ring64, &cqe, &ts);
+				} while (err == -EINTR);
+				res = ACCEPTED;
+				if (err == 0) {
+					res = cqe->res;
+					io_uring_cqe_seen(&ring64, cqe);
+				}
+				expect_res(name, -EINVAL, res);
+			}
+			io_uring_queue_exit(&ring64);
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * A command op FUSE does not know: FUSE_IO_URING_CMD_INVALID (0), which the
+ * uapi reserves as never valid. Kernel: fuse_uring_cmd(), "default: return
+ * -EINVAL;" (reached on an initialized io_uring connection).
+ */
+static void case_unknown_cmd_op(const char *name)
+{
+	struct fuse_uring_cmd_req req = { .qid = 0 };
+	uint64_t ud = UD(UD_REGISTER, 0, 0);
+	struct conn c;
+
+	if (conn_open(&c, name))
+		return;
+	if (!fuse_cmd_sqe(&c, FUSE_IO_URING_CMD_INVALID, &req, ud))
+		fail(name, "set-up: no SQE");
+	else
+		expect_res(name, -EINVAL, submit_and_reap(&c, ud));
+	conn_close(&c);
+}
+
+/*
+ * Entry id 1 registered twice on queue 0, while entry 0 is still free (so
+ * it is the id that is refused, not the count). Kernel (patch 0011):
+ * fuse_uring_create_ring_ent(), "if (test_and_set_bit(ent->id,
+ * queue->bufring->ent_ids)) { ... "Entry id %u in use" ... err = -EBUSY;".
+ */
+static void case_entry_id_in_use(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open(&c, name) == 0) {
+		r = reg_bufring(0, 1, &q);
+		if (setup_register(name, &c, &r) == 0)
+			expect_res(name, -EBUSY, do_register(&c, &r));
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * One REGISTER more than init.queue_depth: every entry id 0..depth-1 is
+ * registered (accepted), then one more. The kernel counts no entries; a
+ * REGISTER needs an id below queue_depth that is free, and none is: entry
+ * id 0 again gets -EBUSY (the same test_and_set_bit() line as
+ * entry-id-in-use; an id >= depth is entry-id-beyond-queue-depth's
+ * -EINVAL).
+ */
+static void case_register_count_beyond_depth(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open(&c, name) == 0) {
+		if (setup_bufring_queue(name, &c, 0, &q) == 0) {
+			r = reg_bufring(0, 0, &q);
+			expect_res(name, -EBUSY, do_register(&c, &r));
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * sqe->buf_index 65535 (the largest a u16 holds) on the queue's first
+ * REGISTER: the queue and its buffer ring are set up from it, then its
+ * entry id is out of range. Kernel: fuse_uring_create_ring_ent(), "if
+ * (ent->id >= queue->bufring->queue_depth) { ... err = -EINVAL;".
+ */
+static void bend_entry_id_u16_max(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->ent = UINT16_MAX;
+}
+
+static void case_entry_id_u16_max(const char *name)
+{
+	first_register(name, -EINVAL, bend_entry_id_u16_max);
+}
+
+/* ---- more COMMIT_AND_FETCH mistakes -------------------------------------- */
+
+/* Every queue of qs: a buffer ring (buf_size set) or one 7.2 entry. */
+static int register_all(const char *name, struct conn *c, const struct qmem *qs)
+{
+	unsigned int q;
+
+	for (q = 0; q < nr_queues; q++) {
+		struct reg r = reg_legacy((uint16_t)q, &qs[q]);
+
+		if (qs[q].buf_size ? setup_bufring_queue(name, c, (uint16_t)q, &qs[q]) :
+		    setup_register(name, c, &r))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A COMMIT_AND_FETCH with qid one past the last queue. Kernel:
+ * fuse_uring_commit_fetch(), "if (qid >= ring->nr_queues) return -EINVAL;".
+ */
+static void case_commit_qid_beyond_queues(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	if (register_all(name, &c, qs) == 0)
+		expect_res(name, -EINVAL, do_commit(&c, (uint16_t)nr_queues, 0, 4242));
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * A COMMIT_AND_FETCH on a queue no REGISTER created (the ring exists since
+ * FUSE_INIT, its queues do not). Kernel: fuse_uring_commit_fetch(), "queue
+ * = READ_ONCE(ring->queues[qid]); if (!queue) return err;" with err =
+ * -ENOTCONN.
+ */
+static void case_commit_queue_not_registered(const char *name)
+{
+	struct conn c;
+
+	if (conn_open(&c, name))
+		return;
+	expect_res(name, -ENOTCONN, do_commit(&c, 0, 0, 4242));
+	conn_close(&c);
+}
+
+/*
+ * A request sent on the connection and one more stat(2): stat(2) must fail
+ * with want_err (0: get our reply). 0, or -1 after FAILing the case.
+ */
+static int stat_round(const char *name, struct conn *c, const struct qmem *qs,
+		      struct served *s, const struct reply_bend *b, int want_err)
+{
+	struct stat_job *j;
+	bool joined = false;
+	char wbuf[32];
+	int err = -1;
+
+	if (stat_start(name, &j))
+		return -1;
+	stat_go(j);
+	if (serve_getattr(name, c, qs, s, b))
+		goto out;
+	if (!want_err) {
+		err = check_stat_reply(name, j, &joined);
+		goto out;
+	}
+	joined = stat_join(j, JOIN_MS) == 0;
+	if (!joined)
+		fail(name, "stat(2) still blocked %d ms after the reply", JOIN_MS);
+	else if (j->err != want_err)
+		fail(name, "stat(2): expected %s, got %s",
+		     res_str(-want_err, wbuf, sizeof(wbuf)),
+		     j->err ? strerror(j->err) : "success");
+	else
+		err = 0;
+out:
+	if (err)
+		conn_close(c);	/* a stat(2) still waiting ends with the connection */
+	stat_end(j, joined);
+	return err;
+}
+
+/*
+ * The commit_id of a request in flight, on the other queue: each queue
+ * looks requests up in its own processing list. Kernel:
+ * fuse_uring_commit_fetch(), "req = fuse_request_find(fpq, commit_id); err
+ * = -ENOENT; if (!req) ... return err;" with fpq = &queue->fpq of the
+ * queue named by qid. Asserted: -ENOENT, and the request is still there:
+ * the COMMIT_AND_FETCH on the right queue is accepted and stat(2) gets our
+ * reply.
+ */
+static void case_commit_wrong_qid(const char *name)
+{
+	struct reply_bend b = { .wrong_qid_first = true };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || need_two_queues(name) || qs_alloc(name, qs, qmem_good) ||
+	    conn_open(&c, name))
+		goto out;
+	if (register_all(name, &c, qs) == 0 && stat_round(name, &c, qs, &s, &b, 0) == 0)
+		expect_res(name, -ENOENT, s.wrong_qid_res);
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/* ---- replies the kernel refuses ------------------------------------------ */
+
+static void poison_slots(struct qmem *qs)
+{
+	unsigned int q;
+
+	for (q = 0; q < nr_queues; q++)
+		memset(qs[q].iov[0].iov_base, POISON, qs[q].depth * HDR_SZ);
+}
+
+/*
+ * A GETATTR answered with a reply bent by b: the COMMIT_AND_FETCH is
+ * accepted (the command is fine), and the request ends with the kernel's
+ * error, want_err, which stat(2) returns. Then, with the header slots
+ * poisoned again, a second stat(2) is served right: the entry, its buffer
+ * and the connection survived the bad reply.
+ */
+static void reply_case(const char *name, int (*alloc)(const char *, struct qmem *),
+		       const struct reply_bend *b, int want_err)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, alloc) || conn_open(&c, name))
+		goto out;
+	if (register_all(name, &c, qs) == 0 &&
+	    stat_round(name, &c, qs, &s, b, want_err) == 0) {
+		poison_slots(qs);
+		if (stat_round(name, &c, qs, &s, NULL, 0) == 0)
+			pass(name);
+	}
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * ring_ent_in_out.payload_sz one byte more than the payload buffer (buffer
+ * ring: init.buf_size; 7.2's layout: its payload iovec, max_payload_sz).
+ * The kernel checks the size against what the request can take before it
+ * copies a byte: fuse_uring_commit() -> fuse_uring_copy_from_ring() ->
+ * fuse_copy_out_args(cs, args, payload_sz): "if (reqsize < nbytes || ...)
+ * return -EINVAL;" (reqsize: GETATTR's fuse_attr_out), and
+ * fuse_uring_req_end() ends the request with it: stat(2) fails with EINVAL.
+ */
+static void case_reply_payload_sz_beyond_bufring(const char *name)
+{
+	struct reply_bend b = { .payload_sz_set = true, .payload_sz = max_payload + 1 };
+
+	reply_case(name, qmem_good, &b, EINVAL);
+}
+
+static void case_reply_payload_sz_beyond_iovec(const char *name)
+{
+	struct reply_bend b = { .payload_sz_set = true, .payload_sz = max_payload + 1 };
+
+	reply_case(name, qmem_legacy, &b, EINVAL);
+}
+
+/* The same with payload_sz 0xffffffff: no overflow in the size check. */
+static void case_reply_payload_sz_u32_max(const char *name)
+{
+	struct reply_bend b = { .payload_sz_set = true, .payload_sz = UINT32_MAX };
+
+	reply_case(name, qmem_good, &b, EINVAL);
+}
+
+/*
+ * fuse_out_header.unique not the request's (bit 1 flipped; bit 0 is
+ * FUSE_INT_REQ_BIT, which the check masks). Kernel:
+ * fuse_uring_out_header_has_err(), "err = -ENOENT; if ((oh->unique &
+ * ~FUSE_INT_REQ_BIT) != req->in.h.unique) { pr_warn_ratelimited("unique
+ * mismatch ...") ...": stat(2) fails with ENOENT, and the kernel logs the
+ * warning line (not a splat).
+ */
+static void case_reply_unique_mismatch(const char *name)
+{
+	struct reply_bend b = { .unique_xor = 2 };
+
+	reply_case(name, qmem_good, &b, ENOENT);
+}
+
+/*
+ * fuse_out_header.error positive (5): an error is 0 or -errno. Kernel:
+ * fuse_uring_out_header_has_err(), "err = -EINVAL; ... if (oh->error <=
+ * -ERESTARTSYS || oh->error > 0) goto err;": stat(2) fails with EINVAL.
+ */
+static void case_reply_error_positive(const char *name)
+{
+	struct reply_bend b = { .error = 5 };
+
+	reply_case(name, qmem_good, &b, EINVAL);
+}
+
 struct test_case {
 	const char *name;
 	void (*run)(const char *name);
@@ -2395,6 +3052,12 @@ struct test_case {
 static const struct test_case cases[] = {
 	{ "control-bufring-every-queue-getattr", case_control },
 	{ "unknown-init-flag", case_unknown_flag },
+	{ "register-before-init-eagain", case_register_before_init },
+	{ "register-without-over-io-uring", case_register_without_over_io_uring },
+	{ "register-after-failed-register", case_register_after_failed_register },
+	{ "register-qid-beyond-queues", case_register_qid_beyond_queues },
+	{ "register-without-sqe128", case_register_without_sqe128 },
+	{ "unknown-cmd-op", case_unknown_cmd_op },
 	{ "cross-queue-bufring-then-legacy", case_cross_bufring_then_legacy },
 	{ "cross-queue-legacy-then-bufring", case_cross_legacy_then_bufring },
 	{ "cross-queue-buf-size-differs", case_cross_buf_size },
@@ -2413,8 +3076,19 @@ static const struct test_case cases[] = {
 	{ "headers-misaligned-accepted-and-served", case_headers_misaligned },
 	{ "headers-unmapped-accepted-request-efault", case_headers_unmapped },
 	{ "entry-id-beyond-queue-depth", case_entry_id_beyond_depth },
+	{ "entry-id-u16-max-first-register", case_entry_id_u16_max },
+	{ "entry-id-in-use", case_entry_id_in_use },
+	{ "register-count-beyond-queue-depth", case_register_count_beyond_depth },
 	{ "commit-unknown-commit-id", case_commit_unknown },
 	{ "commit-stale-commit-id", case_commit_stale },
+	{ "commit-qid-beyond-queues", case_commit_qid_beyond_queues },
+	{ "commit-queue-not-registered", case_commit_queue_not_registered },
+	{ "commit-wrong-qid", case_commit_wrong_qid },
+	{ "reply-payload-sz-beyond-buffer-bufring", case_reply_payload_sz_beyond_bufring },
+	{ "reply-payload-sz-beyond-buffer-iovec", case_reply_payload_sz_beyond_iovec },
+	{ "reply-payload-sz-u32-max", case_reply_payload_sz_u32_max },
+	{ "reply-unique-mismatch", case_reply_unique_mismatch },
+	{ "reply-error-positive", case_reply_error_positive },
 	{ "pinned-headers-without-bufring", case_pinned_headers_without_bufring },
 	{ "pinned-buffers-without-bufring", case_pinned_buffers_without_bufring },
 	{ "pinned-headers-misaligned", case_pinned_headers_misaligned },
@@ -2520,14 +3194,25 @@ int main(int argc, char **argv)
 	for (i = 0; i < NCASES; i++) {
 		const struct test_case *t = &cases[i];
 
+		int kmsg;
+
 		if (!selected(argc, argv, first, t->name))
 			continue;
+		case_passed = case_failed = false;
+		kmsg = kmsg_mark();
 		if (!old_enable)
 			fail(t->name, "set-up: cannot write %s", ENABLE_URING);
 		else if (!nr_queues)
 			fail(t->name, "set-up: cannot read %s", CPUS_POSSIBLE);
 		else
 			t->run(t->name);
+		kmsg_check(t->name, kmsg);
+		if (!case_passed && !case_failed)
+			fail(t->name, "the case reported nothing");
+		if (case_failed)
+			failures++;
+		else
+			printf("PASS %s\n", t->name);
 	}
 	if (old_enable)
 		set_enable_uring(old_enable == 'Y' ? '1' : '0');
