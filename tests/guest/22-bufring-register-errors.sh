@@ -1,15 +1,26 @@
 #!/bin/sh
 # Description: every mistake a server can make when it registers a buffer
-# ring (and a stale or unknown COMMIT_AND_FETCH) gets its exact errno from the
-# kernel; a positive control shows that the well-formed set-up the other cases
-# break carries a request. The same for pinned headers and buffers (pinned
-# flags without a buffer ring, unaligned regions, RLIMIT_MEMLOCK without
-# CAP_IPC_LOCK: exactly enough accepted, a page less ENOMEM) and zero-copy
-# (without the pinned flags, without CAP_SYS_ADMIN, a fixed-buffer table too
-# small: the request fails with EINVAL; the direction rules of READ_FIXED and
-# WRITE_FIXED on a request's folios; an ITER_KVEC read is copied). build/tests/bufring-register-errors speaks the
-# protocol itself (no server) and prints "PASS name" / "FAIL name: why" per
-# case; each becomes one check here. The kernel must log no warning meanwhile.
+# ring or commits a reply gets its exact errno from the kernel; positive
+# controls show that the well-formed set-up the other cases break carries a
+# request. The connection (REGISTER before the FUSE_INIT reply: EAGAIN; without
+# FUSE_OVER_IO_URING or after a failed REGISTER: EOPNOTSUPP; no SQE128, an
+# unknown op, flag or qid: EINVAL), the buffer ring's geometry, entry ids (out
+# of range: EINVAL; twice, or more than queue_depth: EBUSY), COMMIT_AND_FETCH
+# (unknown, double, on the other queue: ENOENT; no such queue: EINVAL or
+# ENOTCONN), bad replies (payload_sz past the buffer, a positive error, a
+# wrong unique: the caller gets EINVAL or ENOENT, the next request is served).
+# The same for pinned headers and buffers (pinned flags without a buffer ring,
+# unaligned regions, RLIMIT_MEMLOCK without CAP_IPC_LOCK: exactly enough
+# accepted, a page less ENOMEM) and zero-copy (without the pinned flags,
+# without CAP_SYS_ADMIN, a fixed-buffer table too small: the request fails
+# with EINVAL; the direction rules of READ_FIXED and WRITE_FIXED on a
+# request's folios; an ITER_KVEC read is copied; an abort revokes the
+# folios). build/tests/bufring-register-errors speaks the protocol itself (no
+# server) and prints "PASS name" / "FAIL name: why" per case, after reading
+# the kernel log the case produced: a case during which the kernel logged a
+# splat (WARNING:, BUG:, KASAN:, lockdep, ...) fails, with that line; the
+# other lines are shown as "# kernel: ...". Each case becomes one check here;
+# the whole log since the start is checked once more at the end.
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
@@ -17,8 +28,9 @@ PROG=$LAB_TOP/build/tests/bufring-register-errors
 W=/tmp/bufring-register-errors		# tmpfs in the guest
 OUT=$W/output.txt
 LABEL="bufring REGISTER errors"
-# What a kernel says when something is wrong with it (as tests/guest/run).
-SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task'
+# What a kernel says when something is wrong with it (tests/guest/run's list,
+# and the program's kernel_splats[]).
+SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|KFENCE:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task|possible circular locking|inconsistent lock state|sleeping function called from invalid context'
 
 if [ ! -x "$PROG" ]; then
 	fail "$LABEL: program is built" "$PROG missing: run 'make tests'"
