@@ -18,7 +18,7 @@
  * every later REGISTER gets -EOPNOTSUPP: register-after-failed-register).
  * So in each case the REGISTER under test is the connection's last.
  *
- * The cases (53; --list names them, in this order):
+ * The cases (54; --list names them, in this order):
  *   - control-*: the well-formed set-up the other cases break one field at
  *     a time registers on every queue and carries a real request (a
  *     GETATTR from stat(2)) to the right header slot; once plain, once
@@ -41,7 +41,8 @@
  *     (-EINVAL), a queue never registered (-ENOTCONN);
  *   - replies the kernel refuses (reply-*): payload_sz past the payload
  *     buffer (buffer ring and 7.2's iovec layout) or 0xffffffff, a positive
- *     error (stat(2) gets EINVAL), a wrong unique (ENOENT); each followed by
+ *     error, a unique with the interrupt bit (stat(2) gets EINVAL; 7.2
+ *     warned on the last), a wrong unique (ENOENT); each followed by
  *     a request served right on the same connection;
  *   - pinned-*: flags without a buffer ring, misaligned regions,
  *     RLIMIT_MEMLOCK exactly enough and a page short (-ENOMEM);
@@ -3018,18 +3019,34 @@ static void case_reply_payload_sz_u32_max(const char *name)
 }
 
 /*
- * fuse_out_header.unique not the request's (bit 1 flipped; bit 0 is
- * FUSE_INT_REQ_BIT, which the check masks). Kernel:
- * fuse_uring_out_header_has_err(), "err = -ENOENT; if ((oh->unique &
- * ~FUSE_INT_REQ_BIT) != req->in.h.unique) { pr_warn_ratelimited("unique
- * mismatch ...") ...": stat(2) fails with ENOENT, and the kernel logs the
- * warning line (not a splat).
+ * fuse_out_header.unique not the request's (bit 1 flipped). Kernel:
+ * fuse_uring_out_header_has_err(), "err = -ENOENT; if (oh->unique !=
+ * req->in.h.unique) { pr_warn_ratelimited("unique mismatch ...") ...":
+ * stat(2) fails with ENOENT, and the kernel logs the warning line (not a
+ * splat).
  */
 static void case_reply_unique_mismatch(const char *name)
 {
 	struct reply_bend b = { .unique_xor = 2 };
 
 	reply_case(name, qmem_good, &b, ENOENT);
+}
+
+/*
+ * fuse_out_header.unique the request's with bit 0, FUSE_INT_REQ_BIT, set:
+ * an interrupt reply, though fuse-io-uring sends no FUSE_INTERRUPT. 7.2
+ * masked the bit out, accepted the reply and hit WARN_ON_ONCE() (a server
+ * could warn, or with panic_on_warn panic, the kernel at will); kernel
+ * patch 0012 refuses it: fuse_uring_out_header_has_err(), "if (oh->unique &
+ * FUSE_INT_REQ_BIT) { pr_warn_ratelimited(...); goto err; }" with err
+ * -EINVAL: stat(2) fails with EINVAL, and the per-case kernel-log check
+ * would catch the WARNING.
+ */
+static void case_reply_interrupt_bit(const char *name)
+{
+	struct reply_bend b = { .unique_xor = 1 };
+
+	reply_case(name, qmem_good, &b, EINVAL);
 }
 
 /*
@@ -3088,6 +3105,7 @@ static const struct test_case cases[] = {
 	{ "reply-payload-sz-beyond-buffer-iovec", case_reply_payload_sz_beyond_iovec },
 	{ "reply-payload-sz-u32-max", case_reply_payload_sz_u32_max },
 	{ "reply-unique-mismatch", case_reply_unique_mismatch },
+	{ "reply-interrupt-bit-einval", case_reply_interrupt_bit },
 	{ "reply-error-positive", case_reply_error_positive },
 	{ "pinned-headers-without-bufring", case_pinned_headers_without_bufring },
 	{ "pinned-buffers-without-bufring", case_pinned_buffers_without_bufring },
