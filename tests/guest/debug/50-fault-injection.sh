@@ -340,7 +340,7 @@ for mode in $MODES; do
 		started=$?
 	fi
 	if [ $started = 0 ]; then
-		FIO_SIZE=2M FIO_JOBS="write:128k randread:4k" fio_verify_matrix "$M" "$mode: after the loop"
+		verified_io "$mode: after the loop"
 		stop_server "$mode: after the loop"
 	fi
 	pins_back "$mode: after the loop" "$BASE_PINS"
