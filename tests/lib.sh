@@ -55,8 +55,8 @@ check_fails_with() {
 # read job verifies the checksums its write job stored, so every byte read
 # is checked. FIO-ARGS go to every job. FIO_SIZE (default 16M) sets the
 # file size; FIO_JOBS (rw:bs pairs, default all four) a smaller matrix, for
-# instance "write:128k randread:4k" (a write job reads back what it wrote,
-# so that still checks both directions). Prints each job's bandwidth; with
+# instance "write:128k read:128k" (a read job checks blocks of its own
+# size only: it must follow a write of the same bs, as in the default). Prints each job's bandwidth; with
 # $LAB_RUN, keeps each job's output there as fio-LABEL-JOB.txt.
 fio_verify_matrix() {
 	dir=$1 label=$2
