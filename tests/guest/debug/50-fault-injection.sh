@@ -82,7 +82,7 @@ if [ -n "$ARM" ]; then
 		echo "${kv#*=}" >"$DBG/$k" || fail "set $DBG/$k" "write failed"
 	done
 	check_eq "fault injection settings" "N N 0 0 0" \
-		"$(cat $DBG/failslab/ignore-gfp-wait $DBG/fail_page_alloc/ignore-gfp-wait $DBG/fail_page_alloc/min-order $DBG/failslab/probability $DBG/fail_page_alloc/probability)"
+		"$(cat $DBG/failslab/ignore-gfp-wait $DBG/fail_page_alloc/ignore-gfp-wait $DBG/fail_page_alloc/min-order $DBG/failslab/probability $DBG/fail_page_alloc/probability | tr '\n' ' ' | sed 's/ $//')"
 fi
 
 cleanup() {
