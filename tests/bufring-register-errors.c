@@ -49,7 +49,11 @@
  *   - zero-copy-*: without the pinned flags (-EINVAL), without
  *     CAP_SYS_ADMIN (-EPERM), a fixed-buffer table too small, the
  *     directions of READ_FIXED/WRITE_FIXED, an ITER_KVEC read (copied), an
- *     abort while the server holds a zero-copied READ.
+ *     abort while the server holds a zero-copied READ;
+ *   - fault-inject-register-*, only where /proc/thread-self/fail-nth exists
+ *     (the debug kernel): every allocation of a queue's first REGISTER
+ *     (iovec, bufring, pinned) failed in turn; clean errors, VmPin back to
+ *     0, a clean kernel log.
  *
  * After each case, the kernel log: main() remembers the end of /dev/kmsg
  * before the case (kmsg_mark()) and reads what was logged during it after
@@ -207,6 +211,13 @@ static const char *const kernel_splats[] = {
 };
 
 /*
+ * Not a broken kernel: kmemleak's own allocation failed under fault
+ * injection (fault-inject-*), and it falls back to scanning the whole
+ * object. Also skipped by tests/guest/run and tests/guest/22.
+ */
+#define FAULT_INJECTION_ARTIFACT "kmemleak: Cannot allocate a scan area"
+
+/*
  * Before a case: a /dev/kmsg reader positioned after the last record, or -1
  * (errno set). Each read(2) of it returns one record.
  */
@@ -255,6 +266,8 @@ static void kmsg_check(const char *name, int fd)
 		if (end)
 			*end = '\0';
 		printf("# kernel: %s\n", text);
+		if (strstr(text, FAULT_INJECTION_ARTIFACT))
+			continue;
 		for (i = 0; !bad && i < sizeof(kernel_splats) / sizeof(kernel_splats[0]); i++)
 			if (strstr(text, kernel_splats[i])) {
 				fail(name, "the kernel logged \"%s\"", text);
@@ -3061,6 +3074,197 @@ static void case_reply_error_positive(const char *name)
 	reply_case(name, qmem_good, &b, EINVAL);
 }
 
+/* ---- fault injection (a kernel with CONFIG_FAULT_INJECTION) -------------- */
+
+#define FAIL_NTH	"/proc/thread-self/fail-nth"
+#define FI_MAX_N	400	/* more than a REGISTER's allocations */
+
+/*
+ * fd is /proc/thread-self/fail-nth, opened once beforehand: opening it is
+ * an allocation too, and must not be the one that fails.
+ */
+static int fail_nth_write(int fd, int n)
+{
+	char buf[16];
+	int len = snprintf(buf, sizeof(buf), "%d", n);
+
+	return pwrite(fd, buf, (size_t)len, 0) == len ? 0 : -errno;
+}
+
+/* Still armed (the n-th call did not happen): > 0; injected: 0. */
+static int fail_nth_read(int fd)
+{
+	char buf[16] = "";
+	ssize_t len = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	return len > 0 ? atoi(buf) : -EIO;
+}
+
+/*
+ * failslab and fail_page_alloc skip allocations that may sleep unless
+ * told otherwise (ignore-gfp-wait, Y by default), and a skipped call does
+ * not count for fail-nth: nearly every allocation of a REGISTER is
+ * GFP_KERNEL. Set both to val; the old values go to old[2].
+ */
+static const char *const ignore_gfp_wait[] = {
+	"/sys/kernel/debug/failslab/ignore-gfp-wait",
+	"/sys/kernel/debug/fail_page_alloc/ignore-gfp-wait",
+};
+
+static int set_ignore_gfp_wait(const char *val, char old[2])
+{
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		int fd = open(ignore_gfp_wait[i], O_RDWR);
+		char cur = 'Y';
+
+		if (fd < 0)
+			return -errno;
+		if (old && read(fd, &cur, 1) != 1)
+			cur = 'Y';
+		if (old)
+			old[i] = cur;
+		if (pwrite(fd, val + i, 1, 0) != 1) {
+			close(fd);
+			return -EIO;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* VmPin of this process, in kB, or -1. */
+static long vm_pin_kb(void)
+{
+	char line[128];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * Every allocation of a queue's first REGISTER, failed in turn: the n-th
+ * fault-injectable call of this thread fails (/proc/thread-self/fail-nth;
+ * failslab and fail_page_alloc), for n = 1, 2, ... until the REGISTER
+ * makes fewer than n calls. io_uring issues the command inline, in this
+ * thread, so these are the allocations of fuse_uring_register() and what
+ * it calls (the ring, the queue, the buffer ring, the pinning and vmap of
+ * the regions) and of io_uring's submission around it. Each n gets a fresh
+ * connection (a failed REGISTER switches io_uring off for it). Asserted:
+ * the REGISTER is accepted or fails with an errno (never a hang or a lost
+ * completion: the last, uninjected one must be accepted), the connection
+ * closes, pinned pages are given back (VmPin 0), and the kernel log stays
+ * clean (the per-case check: no WARNING, no KASAN or lockdep report).
+ */
+static void fault_inject_register(const char *name,
+				  int (*alloc)(const char *, struct qmem *),
+				  int legacy)
+{
+	int n, res, armed = 0, errs = 0, accepted = 0;
+	char buf[48], seen[256] = "";
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	int fd;
+
+	char old_igw[2];
+
+	fd = open(FAIL_NTH, O_RDWR);
+	if (fd < 0) {
+		fail(name, "open %s: %s", FAIL_NTH, strerror(errno));
+		return;
+	}
+	res = set_ignore_gfp_wait("NN", old_igw);
+	if (res) {
+		fail(name, "set %s to N: %s", ignore_gfp_wait[0], strerror(-res));
+		close(fd);
+		return;
+	}
+	if (alloc(name, &q)) {
+		set_ignore_gfp_wait(old_igw, NULL);
+		close(fd);
+		return;
+	}
+	r = legacy ? reg_legacy(0, &q) : reg_bufring(0, 0, &q);
+	for (n = 1; n <= FI_MAX_N; n++) {
+		if (conn_open(&c, name))
+			goto out;
+		res = fail_nth_write(fd, n);
+		if (res) {
+			fail(name, "write %s: %s", FAIL_NTH, strerror(-res));
+			conn_close(&c);
+			goto out;
+		}
+		res = do_register(&c, &r);
+		armed = fail_nth_read(fd);
+		fail_nth_write(fd, 0);
+		conn_close(&c);
+		if (getenv("FI_DEBUG"))
+			printf("# n=%d: REGISTER %s, fail-nth after %d\n", n,
+			       res_str(res, buf, sizeof(buf)), armed);
+		if (armed > 0 && res != ACCEPTED) {
+			fail(name, "n=%d: no fault injected, yet REGISTER got %s",
+			     n, res_str(res, buf, sizeof(buf)));
+			goto out;
+		}
+		if (res == ACCEPTED) {
+			accepted++;
+		} else if (res < 0) {
+			errs++;
+			if (!strstr(seen, res_str(res, buf, sizeof(buf))) &&
+			    strlen(seen) + strlen(buf) + 2 < sizeof(seen))
+				strcat(strcat(seen, " "), buf);
+		} else if (res == NOT_SUBMITTED) {
+			errs++;	/* io_uring's own submission or wait failed */
+		} else {
+			fail(name, "n=%d: REGISTER got %s", n, res_str(res, buf, sizeof(buf)));
+			goto out;
+		}
+		if (armed > 0)
+			break;	/* the REGISTER made fewer than n calls */
+	}
+	if (armed > 0) {
+		for (res = 0; res < 50 && vm_pin_kb() != 0; res++)
+			usleep(100 * 1000);	/* the abort's teardown unpins */
+		printf("# %d allocations failed in turn: %d REGISTERs failed cleanly (%s ),"
+		       " %d were accepted anyway (a fallback); VmPin %ld kB after\n",
+		       n - 1, errs, seen[0] ? seen : " none", accepted - 1, vm_pin_kb());
+		if (vm_pin_kb() != 0)
+			fail(name, "VmPin %ld kB after every connection closed", vm_pin_kb());
+		else
+			pass(name);
+	} else {
+		fail(name, "still injecting at n=%d (FI_MAX_N)", FI_MAX_N);
+	}
+out:
+	qmem_free(&q);
+	set_ignore_gfp_wait(old_igw, NULL);
+	close(fd);
+}
+
+static void case_fault_inject_legacy(const char *name)
+{
+	fault_inject_register(name, qmem_legacy, 1);
+}
+
+static void case_fault_inject_bufring(const char *name)
+{
+	fault_inject_register(name, qmem_good, 0);
+}
+
+static void case_fault_inject_pinned(const char *name)
+{
+	fault_inject_register(name, alloc_pinned, 0);
+}
+
 struct test_case {
 	const char *name;
 	void (*run)(const char *name);
@@ -3124,6 +3328,18 @@ static const struct test_case cases[] = {
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
+/*
+ * Only on a kernel with fault injection (the debug kernel of make
+ * check-debug): elsewhere they are not listed, so they neither run nor
+ * count.
+ */
+static const struct test_case fault_cases[] = {
+	{ "fault-inject-register-iovec", case_fault_inject_legacy },
+	{ "fault-inject-register-bufring", case_fault_inject_bufring },
+	{ "fault-inject-register-pinned", case_fault_inject_pinned },
+};
+#define NFAULT (sizeof(fault_cases) / sizeof(fault_cases[0]))
+
 
 /* ---- set-up of the whole run -------------------------------------------- */
 
@@ -3182,14 +3398,16 @@ static bool selected(int argc, char **argv, int first, const char *name)
 
 int main(int argc, char **argv)
 {
+	/* the fault-injection cases follow the others where they can run */
+	size_t ncases = NCASES + (access(FAIL_NTH, W_OK) == 0 ? NFAULT : 0);
 	char old_enable;
 	int first = 1;
 	size_t i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc > 1 && !strcmp(argv[1], "--list")) {
-		for (i = 0; i < NCASES; i++)
-			printf("%s\n", cases[i].name);
+		for (i = 0; i < ncases; i++)
+			printf("%s\n", i < NCASES ? cases[i].name : fault_cases[i - NCASES].name);
 		return 0;
 	}
 	if (argc > 2 && !strcmp(argv[1], "--mnt")) {
@@ -3209,9 +3427,8 @@ int main(int argc, char **argv)
 	old_enable = set_enable_uring('1');
 	printf("# %u FUSE queues (possible CPUs), max_payload_sz %u, mount point %s\n",
 	       nr_queues, max_payload, mnt);
-	for (i = 0; i < NCASES; i++) {
-		const struct test_case *t = &cases[i];
-
+	for (i = 0; i < ncases; i++) {
+		const struct test_case *t = i < NCASES ? &cases[i] : &fault_cases[i - NCASES];
 		int kmsg;
 
 		if (!selected(argc, argv, first, t->name))
