@@ -144,3 +144,39 @@ refsrv_cleanup() {
 	fi
 	rm -rf "$W"
 }
+
+# fio_started NAME PID FILE...: fio (PID, log $W/fio-NAME.log), started in
+# the background, is past laying out each FILE (2 MiB, under $B) and still
+# running half a second later: its requests are in flight on the mount.
+fio_started() {
+	fs_name=$1 fs_pid=$2
+	shift 2
+	for fs_file in "$@"; do
+		fs_i=0
+		while [ "$(stat -c %s "$B/$fs_file" 2>/dev/null || echo 0)" -lt 2097152 ] &&
+			[ $fs_i -lt 600 ]; do
+			sleep 0.1
+			fs_i=$((fs_i + 1))
+		done
+	done
+	sleep 0.5
+	if kill -0 "$fs_pid" 2>/dev/null; then
+		pass "$fs_name: fio is running on the mount"
+	else
+		fail "$fs_name: fio is running on the mount" "$(tail -n 2 "$W/fio-$fs_name.log" | tr '\n' ' ')"
+	fi
+}
+
+# fio_failed NAME LABEL: the fio of fio_started NAME ($fio_pid) ends within
+# 30 s, with an error of the dead connection (ECONNABORTED 103, ENOTCONN
+# 107, ECANCELED 125).
+fio_failed() {
+	if wait_gone "$fio_pid" 30; then
+		wait "$fio_pid"
+		check_eq "$2: fio fails with ECONNABORTED, ECANCELED or ENOTCONN" "failed yes" \
+			"$([ $? != 0 ] && echo failed || echo succeeded) $(grep -q -E 'err=(103|107|125)/' "$W/fio-$1.log" && echo yes || echo no)"
+	else
+		fail "$2: fio ends" "still running 30 s later"
+		kill -9 "$fio_pid"
+	fi
+}

@@ -295,29 +295,7 @@ fio_bg() {
 		--fallocate=none --rw=randrw --bs=1M --direct=0 \
 		--time_based --runtime=60 >"$W/fio-$1.log" 2>&1 &
 	fio_pid=$!
-	i=0
-	while { [ "$(stat -c %s "$B/$1.dat" 2>/dev/null || echo 0)" -lt $((2 * MIB)) ] ||
-		[ "$(stat -c %s "$B/$1-b.dat" 2>/dev/null || echo 0)" -lt $((2 * MIB)) ]; } &&
-		[ $i -lt 600 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	sleep 0.5
-	if kill -0 "$fio_pid" 2>/dev/null; then
-		pass "$1: fio is running on the mount"
-	else
-		fail "$1: fio is running on the mount" "$(tail -n 2 "$W/fio-$1.log" | tr '\n' ' ')"
-	fi
-}
-fio_failed() {
-	if wait_gone "$fio_pid" 30; then
-		wait "$fio_pid"
-		check_eq "$2: fio fails with ECONNABORTED, ECANCELED or ENOTCONN" "failed yes" \
-			"$([ $? != 0 ] && echo failed || echo succeeded) $(grep -q -E 'err=(103|107|125)/' "$W/fio-$1.log" && echo yes || echo no)"
-	else
-		fail "$2: fio ends" "still running 30 s later"
-		kill -9 "$fio_pid"
-	fi
+	fio_started "$1" "$fio_pid" "$1.dat" "$1-b.dat"
 }
 
 # forced_unmount: umount -f -l: MNT_FORCE aborts the connection (FUSE's
