@@ -150,19 +150,7 @@ fio_bg() {
 		--name="$1-buffered" --filename="$M/$1-b.dat" --size=2M --rw=randrw --bs=4k --direct=0 \
 		>"$W/fio-$1.log" 2>&1 &
 	FIO_PID=$!
-	c_i=0
-	while { [ "$(stat -c %s "$B/$1-d.dat" 2>/dev/null || echo 0)" -lt $((2 * MIB)) ] ||
-		[ "$(stat -c %s "$B/$1-b.dat" 2>/dev/null || echo 0)" -lt $((2 * MIB)) ]; } &&
-		[ $c_i -lt 300 ]; do
-		sleep 0.1
-		c_i=$((c_i + 1))
-	done
-	sleep 0.5
-	if kill -0 "$FIO_PID" 2>/dev/null; then
-		pass "$1: fio is running on the mount"
-	else
-		fail "$1: fio is running on the mount" "$(tail -n 2 "$W/fio-$1.log" | tr '\n' ' ')"
-	fi
+	fio_started "$1" "$FIO_PID" "$1-d.dat" "$1-b.dat"
 }
 
 # fio_ended NAME LABEL: fio_bg NAME ends within 30 s (it does not hang),
