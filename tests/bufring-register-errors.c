@@ -116,7 +116,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MNT_DEFAULT	"/tmp/bufring-register-errors/mnt"
+#define MNT_DEFAULT	"/tmp/bufring-register-errors-mnt"
 #define ENABLE_URING	"/sys/module/fuse/parameters/enable_uring"
 #define CPUS_POSSIBLE	"/sys/devices/system/cpu/possible"
 
@@ -2576,8 +2576,14 @@ static void case_zero_copy_abort_revokes_folios(const char *name)
 		     "READ_FIXED at entry %d gave %d (expected -EFAULT: the "
 		     "buffer is revoked) and changed %d of the caller's %d "
 		     "bytes", held, late, ab_changed, IO_SIZE);
-	else
+	else {
+		printf("# the server held the READ of entry %d; umount2(MNT_FORCE) aborted "
+		       "the connection; the caller's read(2) failed with ECONNABORTED and "
+		       "it refilled its buffer; the server's late READ_FIXED at entry %d "
+		       "then got -EFAULT (revoked), and 0 of the caller's %d bytes changed\n",
+		       held, held, IO_SIZE);
 		pass(name);
+	}
 out:
 	conn_close(&c);
 	if (m.memfd >= 0)
@@ -3421,7 +3427,11 @@ int main(int argc, char **argv)
 	if (max_payload < 8192)
 		max_payload = 8192;
 	nr_queues = count_possible_cpus();
-	mkdir(mnt, 0755);
+	if (mkdir(mnt, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "bufring-register-errors: mkdir %s: %s (--mnt DIR names another mount point)\n",
+			mnt, strerror(errno));
+		return 1;
+	}
 
 	/* The kernel offers FUSE_OVER_IO_URING in FUSE_INIT only when enabled. */
 	old_enable = set_enable_uring('1');
