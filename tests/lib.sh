@@ -180,3 +180,66 @@ fio_failed() {
 		kill -9 "$fio_pid"
 	fi
 }
+
+# refsrv_stop NAME: umount $M from outside, as a user would; the server
+# sees its connection end (ENODEV on its ring) and must exit 0 within 20 s.
+refsrv_stop() {
+	check "$1: umount" timeout 20 umount "$M"
+	if wait_gone "$SRV_PID" 20; then
+		wait "$SRV_PID"
+		check_eq "$1: server exits 0 after umount" "0" "$?"
+	else
+		fail "$1: server exits after umount" "still running 20 s later"
+		kill -9 "$SRV_PID"
+		wait "$SRV_PID" 2>/dev/null
+	fi
+	SRV_PID=
+}
+
+# vmpin_kb PID: the process's pinned memory (VmPin), in kB.
+vmpin_kb() { sed -n 's/^VmPin:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$1/status"; }
+
+# free_kb: free memory after sync and dropping clean caches, in kB: every
+# zone's free pages plus those waiting in the per-CPU lists, which MemFree
+# leaves out (they come and go by megabytes).
+free_kb() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	awk '$1 == "pages" && $2 == "free" { n += $3 } $1 == "count:" { n += $2 }
+		END { print n * 4 }' /proc/zoneinfo
+}
+
+# fio_verify_pairs LABEL SPEC...: one fio run (fio starts slowly under
+# TCG) of a write job and then a random read job per SPEC, all one after
+# another (stonewall), each pair on a file of its own, --verify=crc32c: the
+# write job reads back and checks what it wrote, the read job, after fio
+# dropped the file's cached pages, reads it from the server again and checks
+# it too. SPEC is direct:bs:size[:offset] (direct 1 or 0). One check per job.
+fio_verify_pairs() {
+	label=$1
+	shift
+	jobs= n=0
+	for spec in "$@"; do
+		n=$((n + 1))
+		direct=${spec%%:*} rest=${spec#*:}
+		bs=${rest%%:*} rest=${rest#*:}
+		size=${rest%%:*} offset=0
+		[ "$size" != "$rest" ] && offset=${rest#*:}
+		kind=$([ "$direct" = 1 ] && echo direct || echo buffered)
+		for rw in write randread; do
+			jobs="$jobs --name=$rw-$bs-$kind-at-$offset --stonewall --filename=$M/pair$n.dat --rw=$rw --bs=$bs --size=$size --offset=$offset --direct=$direct"
+		done
+	done
+	# shellcheck disable=SC2086
+	out=$(fio --ioengine=psync --fallocate=none --verify=crc32c $jobs 2>&1)
+	[ -n "${LAB_RUN:-}" ] && printf '%s\n' "$out" >"$LAB_RUN/fio-$(printf '%s' "$label" | tr -c 'A-Za-z0-9_.=-' '-').txt"
+	for job in $(printf '%s\n' "$jobs" | tr ' ' '\n' | sed -n 's/^--name=//p'); do
+		if printf '%s\n' "$out" | grep -q "^$job: (groupid=[0-9]*, jobs=1): err= 0:"; then
+			pass "$label: fio $job, verify=crc32c"
+		else
+			fail "$label: fio $job, verify=crc32c" \
+				"$(printf '%s\n' "$out" | grep -E "^$job:|verify|err=" | tail -n 2 | tr '\n' ' ')"
+		fi
+	done
+	rm -f "$M"/pair*.dat
+}

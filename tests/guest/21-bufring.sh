@@ -50,19 +50,6 @@ mount_bufring() {
 		"$(grep -c ": memory per queue: payload $((nb * MIB)) B ($nb x $MIB B), headers $((DEPTH * 288)) B, mode bufring$" "$log")"
 }
 
-# unmount_bufring NAME: umount from outside; the server must exit 0.
-unmount_bufring() {
-	check "$1: umount" umount "$M"
-	if wait_gone "$SRV_PID" 20; then
-		wait "$SRV_PID"
-		check_eq "$1: server exits 0 after umount" "0" "$?"
-	else
-		fail "$1: server exits after umount" "still running 20 s later"
-		kill -9 "$SRV_PID"
-	fi
-	SRV_PID=
-}
-
 # buf_summary LOG NBUFS: one line per opcode in LOG's ring trace lines,
 # "OP KINDS": "-" (no buffer), "buf" (a buffer below NBUFS), "bad:VALUE".
 buf_summary() {
@@ -119,7 +106,7 @@ if mount_bufring "$LOG" 3 --trace; then
 	check_eq "WRITE bytes over the ring add up (2 x 2 MiB + 100000 + 6 + 100000)" \
 		"$((4 * MIB + 200006))" \
 		"$(awk '/^trace ring .* op=WRITE .* error=0 buf=/ { for (i = 1; i <= NF; i++) if ($i ~ /^in=/) s += substr($i, 4) } END { print s + 0 }' "$LOG")"
-	unmount_bufring "round trip"
+	refsrv_stop "round trip"
 
 	# The trace: every ring request names its buffer, or "-" for none.
 	check_eq "every ring request's trace line ends in buf=N or buf=-" "" \
@@ -156,7 +143,7 @@ for nb in 1 2 $DEPTH; do
 	else
 		FIO_JOBS="randwrite:4k" fio_verify_matrix "$M" "bufring nbufs=$nb"
 	fi
-	unmount_bufring "fio with --nbufs=$nb"
+	refsrv_stop "fio with --nbufs=$nb"
 done
 
 # ---- one buffer, four parallel readers on one queue ----------------------------

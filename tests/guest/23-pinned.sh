@@ -82,42 +82,6 @@ exec prlimit --memlock="\$LIMIT:\$LIMIT" "$SRV_BIN" "\$@"
 EOF
 chmod +x "$W/limited-srv" "$W/low-limit-srv"
 
-# fio_verify_pairs LABEL SPEC...: one fio run (fio starts slowly under
-# TCG) of a write job and then a random read job per SPEC, all one after
-# another (stonewall), each pair on a file of its own, --verify=crc32c: the
-# write job reads back and checks what it wrote, the read job, after fio
-# dropped the file's cached pages, reads it from the server again and checks
-# it too. SPEC is direct:bs:size[:offset] (direct 1 or 0). One check per job.
-fio_verify_pairs() {
-	label=$1
-	shift
-	jobs= n=0
-	for spec in "$@"; do
-		n=$((n + 1))
-		direct=${spec%%:*} rest=${spec#*:}
-		bs=${rest%%:*} rest=${rest#*:}
-		size=${rest%%:*} offset=0
-		[ "$size" != "$rest" ] && offset=${rest#*:}
-		kind=$([ "$direct" = 1 ] && echo direct || echo buffered)
-		for rw in write randread; do
-			jobs="$jobs --name=$rw-$bs-$kind-at-$offset --stonewall --filename=$M/pair$n.dat --rw=$rw --bs=$bs --size=$size --offset=$offset --direct=$direct"
-		done
-	done
-	# shellcheck disable=SC2086
-	out=$(fio --ioengine=psync --fallocate=none --verify=crc32c $jobs 2>&1)
-	[ -n "${LAB_RUN:-}" ] && printf '%s\n' "$out" >"$LAB_RUN/fio-$(printf '%s' "$label" | tr -c 'A-Za-z0-9_.=-' '-').txt"
-	for job in $(printf '%s\n' "$jobs" | tr ' ' '\n' | sed -n 's/^--name=//p'); do
-		if printf '%s\n' "$out" | grep -q "^$job: (groupid=[0-9]*, jobs=1): err= 0:"; then
-			pass "$label: fio $job, verify=crc32c"
-		else
-			fail "$label: fio $job, verify=crc32c" \
-				"$(printf '%s\n' "$out" | grep -E "^$job:|verify|err=" | tail -n 2 | tr '\n' ' ')"
-		fi
-	done
-	rm -f "$M"/pair*.dat
-}
-
-vmpin_kb() { sed -n 's/^VmPin:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$1/status"; }
 # has_ipc_lock PID: "yes" if CAP_IPC_LOCK (bit 14) is in its CapEff
 has_ipc_lock() {
 	eff=$(sed -n 's/^CapEff:[[:space:]]*//p' "/proc/$1/status")
@@ -142,19 +106,6 @@ mount_pinned() {
 	check_eq "$name: VmPin is exactly the pinned pages ($((n / 1024)) kB)" \
 		"$((n / 1024))" "$(vmpin_kb "$SRV_PID")"
 	echo "# $name: VmPin $(vmpin_kb "$SRV_PID") kB, VmRSS $(sed -n 's/^VmRSS:[[:space:]]*//p' "/proc/$SRV_PID/status")"
-}
-
-# unmount_pinned NAME: umount from outside; the server must exit 0.
-unmount_pinned() {
-	check "$1: umount" umount "$M"
-	if wait_gone "$SRV_PID" 20; then
-		wait "$SRV_PID"
-		check_eq "$1: server exits 0 after umount" "0" "$?"
-	else
-		fail "$1: server exits after umount" "still running 20 s later"
-		kill -9 "$SRV_PID"
-	fi
-	SRV_PID=
 }
 
 T0=$(date +%s)
@@ -183,7 +134,7 @@ if mount_pinned "RLIMIT_MEMLOCK 64 KiB with CAP_IPC_LOCK" "$W/ipc-lock.log" pinn
 	check_eq "RLIMIT_MEMLOCK 64 KiB: the server's limit is 64 KiB" "65536" \
 		"$(awk '/^Max locked memory/ { print $4 }' "/proc/$SRV_PID/limits")"
 	check_eq "RLIMIT_MEMLOCK 64 KiB: the server has CAP_IPC_LOCK" "yes" "$(has_ipc_lock "$SRV_PID")"
-	unmount_pinned "RLIMIT_MEMLOCK 64 KiB with CAP_IPC_LOCK"
+	refsrv_stop "RLIMIT_MEMLOCK 64 KiB with CAP_IPC_LOCK"
 fi
 SRV=$SRV_BIN
 took "RLIMIT_MEMLOCK"
@@ -197,7 +148,7 @@ for mode in pinned-headers pinned-buffers; do
 	check_eq "$mode: the server has CAP_IPC_LOCK (root)" "yes" "$(has_ipc_lock "$SRV_PID")"
 	fio_verify_pairs "$mode" 1:128k:$FIO_SIZE 0:128k:$FIO_SIZE 1:4k:1M 0:4k:1M
 	check_eq "$mode: VmPin unchanged after fio" "$(($(need "$mode") / 1024))" "$(vmpin_kb "$SRV_PID")"
-	unmount_pinned "$mode"
+	refsrv_stop "$mode"
 	took "fio in $mode mode"
 done
 
@@ -284,7 +235,7 @@ if mount_pinned "kill -9" "$W/kill.log" pinned-buffers; then
 		SRV_PID=
 		check_eq "forced unmount: nothing mounted" "none" "$(mount_type "$M")"
 		exact_restart "after the forced unmount"
-		[ -n "$SRV_PID" ] && unmount_pinned "the last restart"
+		[ -n "$SRV_PID" ] && refsrv_stop "the last restart"
 	fi
 fi
 

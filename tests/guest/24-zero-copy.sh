@@ -47,54 +47,6 @@ NQ=$(possible_cpu_count)
 T0=$(date +%s)
 took() { echo "# $1 took $(($(date +%s) - T0)) s"; T0=$(date +%s); }
 
-# fio_verify_pairs LABEL SPEC...: one fio run (fio starts slowly under
-# TCG) of a write job and then a random read job per SPEC, all one after
-# another (stonewall), each pair on a file of its own, --verify=crc32c: the
-# write job reads back and checks what it wrote, the read job, after fio
-# dropped the file's cached pages, reads it from the server again and checks
-# it too. SPEC is direct:bs:size[:offset] (direct 1 or 0). One check per job.
-fio_verify_pairs() {
-	label=$1
-	shift
-	jobs= n=0
-	for spec in "$@"; do
-		n=$((n + 1))
-		direct=${spec%%:*} rest=${spec#*:}
-		bs=${rest%%:*} rest=${rest#*:}
-		size=${rest%%:*} offset=0
-		[ "$size" != "$rest" ] && offset=${rest#*:}
-		kind=$([ "$direct" = 1 ] && echo direct || echo buffered)
-		for rw in write randread; do
-			jobs="$jobs --name=$rw-$bs-$kind-at-$offset --stonewall --filename=$M/pair$n.dat --rw=$rw --bs=$bs --size=$size --offset=$offset --direct=$direct"
-		done
-	done
-	# shellcheck disable=SC2086
-	out=$(fio --ioengine=psync --fallocate=none --verify=crc32c $jobs 2>&1)
-	[ -n "${LAB_RUN:-}" ] && printf '%s\n' "$out" >"$LAB_RUN/fio-$(printf '%s' "$label" | tr -c 'A-Za-z0-9_.=-' '-').txt"
-	for job in $(printf '%s\n' "$jobs" | tr ' ' '\n' | sed -n 's/^--name=//p'); do
-		if printf '%s\n' "$out" | grep -q "^$job: (groupid=[0-9]*, jobs=1): err= 0:"; then
-			pass "$label: fio $job, verify=crc32c"
-		else
-			fail "$label: fio $job, verify=crc32c" \
-				"$(printf '%s\n' "$out" | grep -E "^$job:|verify|err=" | tail -n 2 | tr '\n' ' ')"
-		fi
-	done
-	rm -f "$M"/pair*.dat
-}
-
-# unmount_zc NAME: umount from outside; the server must exit 0.
-unmount_zc() {
-	check "$1: umount" umount "$M"
-	if wait_gone "$SRV_PID" 20; then
-		wait "$SRV_PID"
-		check_eq "$1: server exits 0 after umount" "0" "$?"
-	else
-		fail "$1: server exits after umount" "still running 20 s later"
-		kill -9 "$SRV_PID"
-	fi
-	SRV_PID=
-}
-
 # ring_lines LOG [FROM]: the --trace lines of ring requests, from line FROM.
 ring_lines() { tail -n +"${2:-1}" "$1" | grep '^trace ring q=[0-9]* ent='; }
 
@@ -140,7 +92,7 @@ check_eq "each queue registered with a fixed-buffer table" "$NQ" \
 	"$(grep -c "^trace ring q=[0-9]* registered $DEPTH entries (mode zero-copy: headers=$((DEPTH * 288)) B, payload=$DEPTH x $MIB B, fixed-buffer table)\$" "$LOG")"
 need=$((NQ * (4096 + DEPTH * MIB)))
 check_eq "VmPin: both regions of every queue, as pinned-buffers ($((need / 1024)) kB)" \
-	"$((need / 1024))" "$(sed -n 's/^VmPin:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$SRV_PID/status")"
+	"$((need / 1024))" "$(vmpin_kb "$SRV_PID")"
 
 head -c $((MIB + 12345)) /dev/urandom >"$W/a.bin"
 head -c 100001 /dev/urandom >"$W/b.bin"
@@ -254,7 +206,7 @@ assert open(back, "rb").read() == want, "the backing file has other bytes"
 check_eq "mmap: READs and WRITEs, all zero-copied" "yes yes 0" \
 	"$(ring_lines "$LOG" $((before + 1)) | grep -q ' op=READ .* zc=1$' && echo yes || echo no) $(ring_lines "$LOG" $((before + 1)) | grep -q ' op=WRITE .* error=0 .* zc=1$' && echo yes || echo no) $(ring_lines "$LOG" $((before + 1)) | grep -E ' op=(READ|WRITE) ' | grep -c -v 'zc=1$')"
 rm -f "$M/mapped"
-unmount_zc "zero-copy with --trace"
+refsrv_stop "zero-copy with --trace"
 
 # ---- fixed-buffer slots without a request ---------------------------------------
 
@@ -275,15 +227,6 @@ took "mmap and empty slots"
 
 # ---- kill -9 and a forced unmount while buffers are registered --------------------
 
-# free_kb: free memory after dropping clean caches, in kB: the free pages
-# of every zone plus those waiting in the per-CPU lists, which MemFree
-# leaves out (they come and go by megabytes).
-free_kb() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	awk '$1 == "pages" && $2 == "free" { n += $3 } $1 == "count:" { n += $2 }
-		END { print n * 4 }' /proc/zoneinfo
-}
 # fio_bg NAME: direct and buffered I/O of 1 MiB blocks, a job each, for up
 # to a minute: requests in flight with 256 pages each registered in the
 # server's ring. Waits until both files are laid out.

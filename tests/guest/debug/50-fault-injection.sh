@@ -358,7 +358,7 @@ for mode in $MODES; do
 	fi
 	if [ $started = 0 ]; then
 		verified_io "$mode: after the loop"
-		stop_server "$mode: after the loop"
+		refsrv_stop "$mode: after the loop"
 	fi
 	pins_back "$mode: after the loop" "$BASE_PINS"
 	took "$mode"
@@ -367,7 +367,7 @@ done
 B=$OB M=$OM
 SRV_PID=$OUTER_PID
 OUTER_PID=
-stop_server "the outer server"
+refsrv_stop "the outer server"
 M=
 kernel_clean "fault injection" "$marker"
 exit 0

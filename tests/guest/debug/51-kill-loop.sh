@@ -77,7 +77,7 @@ for mode in $MODES; do
 				"$((first_free - fr)) kB less after the last iteration than after the first ($first_free -> $fr kB; at most $ZC_SLACK_KB)"
 		fi
 	fi
-	[ -n "$SRV_PID" ] && stop_server "$mode: last server"
+	[ -n "$SRV_PID" ] && refsrv_stop "$mode: last server"
 	pins_back "$mode: after the last server" "$BASE_PINS"
 	took "$mode"
 done

@@ -107,7 +107,7 @@ for mode in $MODES; do
 			verified_io "$tag: fresh server"
 		fi
 	done
-	[ -n "$SRV_PID" ] && stop_server "$mode: last server"
+	[ -n "$SRV_PID" ] && refsrv_stop "$mode: last server"
 	pins_back "$mode: after the last server" "$BASE_PINS"
 	took "$mode"
 done

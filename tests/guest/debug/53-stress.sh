@@ -160,7 +160,7 @@ for mode in $MODES; do
 			"$(diff "$W/tree-mount" "$W/tree-backing" | grep '^[<>]' | head -n 3 | tr '\n' ' ')"
 	fi
 	check_eq "$mode: the churn kept every fifth directory" "$(((${rounds:-0} + 4) / 5))" "$kept"
-	stop_server "$mode"
+	refsrv_stop "$mode"
 	pins_back "$mode" "$BASE_PINS"
 	took "$mode"
 done

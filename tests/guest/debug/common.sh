@@ -70,18 +70,6 @@ pins_back() {
 	check_eq "$1: pinned pages back to the baseline ($2) after $((c_i * 100)) ms" "$2" "$(pins)"
 }
 
-vmpin_kb() { sed -n 's/^VmPin:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$1/status"; }
-
-# free_kb: free memory after sync and dropping clean caches, in kB: every
-# zone's free pages plus the per-CPU lists' (MemFree leaves those out, and
-# they move by megabytes), as in tests/guest/24-zero-copy.sh.
-free_kb() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	awk '$1 == "pages" && $2 == "free" { n += $3 } $1 == "count:" { n += $2 }
-		END { print n * 4 }' /proc/zoneinfo
-}
-
 # start_mode NAME MODE LOG: start the server in MODE on $B and $M; check
 # that it mounted, and that it pins exactly what its mode pins (VmPin, and
 # the guest's pinned pages over BASE_PINS when that is set). 1 if not.
@@ -101,20 +89,6 @@ start_mode() {
 		check_eq "$1: $2 server mounts, VmPin = its need ($c_n B)" "$((c_n / 1024))" "$(vmpin_kb "$SRV_PID")"
 	fi
 	return 0
-}
-
-# stop_server NAME: umount from outside; the server must exit 0 within 20 s.
-stop_server() {
-	check "$1: umount" timeout 20 umount "$M"
-	if wait_gone "$SRV_PID" 20; then
-		wait "$SRV_PID"
-		check_eq "$1: server exits 0 after umount" "0" "$?"
-	else
-		fail "$1: server exits after umount" "still running 20 s later"
-		kill -9 "$SRV_PID"
-		wait "$SRV_PID" 2>/dev/null
-	fi
-	SRV_PID=
 }
 
 # verified_io NAME: one fio run on the mount: a direct sequential write of
