@@ -3140,22 +3140,6 @@ static int set_ignore_gfp_wait(const char *val, char old[2])
 	return 0;
 }
 
-/* VmPin of this process, in kB, or -1. */
-static long vm_pin_kb(void)
-{
-	char line[128];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /*
  * Every allocation of a queue's first REGISTER, failed in turn: the n-th
  * fault-injectable call of this thread fails (/proc/thread-self/fail-nth;
@@ -3238,13 +3222,13 @@ static void fault_inject_register(const char *name,
 			break;	/* the REGISTER made fewer than n calls */
 	}
 	if (armed > 0) {
-		for (res = 0; res < 50 && vm_pin_kb() != 0; res++)
+		for (res = 0; res < 50 && vmpin_kb() != 0; res++)
 			usleep(100 * 1000);	/* the abort's teardown unpins */
 		printf("# %d allocations failed in turn: %d REGISTERs failed cleanly (%s ),"
 		       " %d were accepted anyway (a fallback); VmPin %ld kB after\n",
-		       n - 1, errs, seen[0] ? seen : " none", accepted - 1, vm_pin_kb());
-		if (vm_pin_kb() != 0)
-			fail(name, "VmPin %ld kB after every connection closed", vm_pin_kb());
+		       n - 1, errs, seen[0] ? seen : " none", accepted - 1, vmpin_kb());
+		if (vmpin_kb() != 0)
+			fail(name, "VmPin %ld kB after every connection closed", vmpin_kb());
 		else
 			pass(name);
 	} else {
