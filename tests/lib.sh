@@ -155,22 +155,37 @@ refsrv_cleanup() {
 	rm -rf "$W"
 }
 
+# fio_jobs_have PID FILE...: each FILE (under $M) is open in one of fio's
+# job processes (the children of fio PID).
+fio_jobs_have() {
+	fj_pid=$1
+	shift
+	fj_fds=$(for fj_c in $(pgrep -P "$fj_pid"); do ls -l "/proc/$fj_c/fd/" 2>/dev/null; done)
+	for fj_file in "$@"; do
+		printf '%s\n' "$fj_fds" | awk -v f="$M/$fj_file" '$NF == f { ok = 1 } END { exit !ok }' ||
+			return 1
+	done
+}
+
 # fio_started NAME PID FILE...: fio (PID, log $W/fio-NAME.log), started in
-# the background, is past laying out each FILE (2 MiB, under $B) and still
-# running half a second later: its requests are in flight on the mount.
+# the background, runs its jobs: each FILE (under $M) is open in a job
+# process, and still is, with fio running, half a second later: its
+# requests are in flight on the mount. Waits up to 60 s (wall clock).
+# Why not the file's size: fio sizes a new file with ftruncate first and
+# writes its layout after, in the parent, before it starts any job; an
+# abort then hits the layout, and a job started after the server detached
+# the dead mount opens a new, empty file in the folder underneath (a read
+# of 0 bytes: fio's "full resid" EIO).
 fio_started() {
 	fs_name=$1 fs_pid=$2
 	shift 2
-	for fs_file in "$@"; do
-		fs_i=0
-		while [ "$(stat -c %s "$B/$fs_file" 2>/dev/null || echo 0)" -lt 2097152 ] &&
-			[ $fs_i -lt 600 ]; do
-			sleep 0.1
-			fs_i=$((fs_i + 1))
-		done
+	fs_end=$(($(date +%s) + 60))
+	while ! fio_jobs_have "$fs_pid" "$@" && running "$fs_pid" &&
+		[ "$(date +%s)" -lt $fs_end ]; do
+		sleep 0.1
 	done
 	sleep 0.5
-	if running "$fs_pid"; then
+	if running "$fs_pid" && fio_jobs_have "$fs_pid" "$@"; then
 		pass "$fs_name: fio is running on the mount"
 	else
 		fail "$fs_name: fio is running on the mount" "$(tail -n 2 "$W/fio-$fs_name.log" | tr '\n' ' ')"

@@ -18,7 +18,7 @@ cd "$LAB_TOP" || exit 1
 W=/tmp/stress
 . "$LAB_TOP/tests/guest/debug/common.sh"
 
-STRESS_SECS=${STRESS_SECS:-20}	# per mode
+STRESS_SECS=${STRESS_SECS:-60}	# per mode: five minutes over the five modes
 FSIZE=2M			# each fio file
 
 cleanup() {

@@ -127,30 +127,57 @@ fio_bg() {
 	fio_started "$1" "$FIO_PID" "$1-d.dat" "$1-b.dat"
 }
 
+# fio_job_ends NAME: one line "JOB ERR FUNC" per job in fio-NAME.log, from
+# fio's per-job summary ("NAME-direct: (groupid=0, ...): err=103 (file:
+# io_u.c:1876, func=io_u error, ...)"); FUNC is "-" for err=0.
+fio_job_ends() {
+	awk '/^[^ ]+: \(groupid=/ {
+		job = $1; sub(/:$/, "", job)
+		e = $0; sub(/.*err= */, "", e); sub(/[^0-9].*/, "", e)
+		f = "-"
+		if (match($0, /func=[^,]*/)) { f = substr($0, RSTART + 5, RLENGTH - 5); gsub(/ /, "_", f) }
+		print job, e, f
+	}' "$W/fio-$1.log"
+}
+
 # fio_ended NAME LABEL: fio_bg NAME ends within 30 s (it does not hang),
-# either failing with an error of the dead connection (ECONNABORTED 103,
-# ENOTCONN 107, ECANCELED 125) or completing. Sets FIO_HOW.
+# and each of its two jobs either completed or failed the way a dead
+# connection fails a request: ECONNABORTED (103), ENOTCONN (107) or
+# ECANCELED (125). The buffered job may also fail with EIO (5) on a read:
+# fuse reads pages through iomap, which records a failed read as a folio
+# that is not uptodate, and the page cache reports that as EIO
+# (filemap_read_folio()), whatever the request's error was. Anything
+# else fails the check, among them fio's "full resid" (a read or write
+# that moved 0 bytes with no error). Sets FIO_HOW.
 fio_ended() {
-	if wait_gone "$FIO_PID" 30; then
-		wait "$FIO_PID"
-		c_st=$?
-		c_errs=$(grep -o -E 'err=[ ]*[0-9]+' "$W/fio-$1.log" | tr -d ' ' | sort -u | tr '\n' ' ')
-		if [ $c_st = 0 ]; then
-			FIO_HOW=completed
-			pass "$2: fio in flight completed"
-		elif grep -q -E 'err=[ ]*(103|107|125)/' "$W/fio-$1.log"; then
-			FIO_HOW="failed ($c_errs)"
-			pass "$2: fio in flight fails with ECONNABORTED, ENOTCONN or ECANCELED ($c_errs)"
-		else
-			FIO_HOW="failed ($c_errs)"
-			fail "$2: fio in flight fails with ECONNABORTED, ENOTCONN or ECANCELED" \
-				"exit $c_st, $c_errs: $(grep -E 'error|err=' "$W/fio-$1.log" | tail -n 2 | tr '\n' ' ')"
-		fi
-	else
+	if ! wait_gone "$FIO_PID" 30; then
 		FIO_HOW=hung
 		fail "$2: fio in flight ends" "still running 30 s later"
 		kill -9 "$FIO_PID"
 		wait "$FIO_PID" 2>/dev/null
+		rm -f "$B/$1-d.dat" "$B/$1-b.dat"
+		return
+	fi
+	wait "$FIO_PID"
+	c_st=$?
+	c_ends=$(fio_job_ends "$1")
+	c_bad=$(printf '%s\n' "$c_ends" | awk -v n="$1" '
+		$2 == 0 || $2 == 103 || $2 == 107 || $2 == 125 { next }
+		$1 == n "-buffered" && $2 == 5 && $3 == "io_u_error" { next }
+		{ print }' | tr '\n' ' ')
+	c_jobs=$(printf '%s\n' "$c_ends" | awk '{ print $1 }' | sort | tr '\n' ' ')
+	FIO_HOW="exit $c_st: $(printf '%s\n' "$c_ends" | awk '{ printf "%s%s err=%s", (NR > 1 ? ", " : ""), $1, $2 }')"
+	if [ "$c_jobs" != "$1-buffered $1-direct " ]; then
+		fail "$2: fio in flight ends, both jobs reporting" \
+			"exit $c_st, jobs: $c_jobs$(tail -n 2 "$W/fio-$1.log" | tr '\n' ' ')"
+	elif [ -n "$c_bad" ]; then
+		fail "$2: fio in flight: each job completes or fails as the connection ends" \
+			"$c_bad$(grep -E 'error' "$W/fio-$1.log" | tail -n 2 | tr '\n' ' ')"
+	elif [ $c_st = 0 ]; then
+		FIO_HOW=completed
+		pass "$2: fio in flight completed"
+	else
+		pass "$2: fio in flight: each job completes or fails as the connection ends ($FIO_HOW)"
 	fi
 	rm -f "$B/$1-d.dat" "$B/$1-b.dat"
 }
