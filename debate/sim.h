@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * debate/sim.h: replay a trace of FUSE ring requests through five designs
  * of payload buffers, and measure what each one costs.

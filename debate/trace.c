@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * debate/trace.c: read a trace, and derive from it what the simulation
  * needs: each request's buffer need, its service time, and which earlier

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * fuse-uring.h: the types every part of the reference server shares.
  *

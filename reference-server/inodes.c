@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * inodes.c: the table that turns the kernel's nodeids into backing inodes.
  *

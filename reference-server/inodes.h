@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * inodes.h: the nodeid <-> backing inode table (inodes.c), used by ops.c.
  */

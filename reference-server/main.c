@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * main.c: fuse-uring-server, a pass-through FUSE server over io_uring.
  *

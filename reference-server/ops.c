@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * ops.c: the file system, a pass-through to BACKING_DIR (as libfuse's
  * passthrough_hp). One srv_<op> per opcode returning 0 or -errno, and one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * options.c: the command line, parsed into struct srv_opts.
  *

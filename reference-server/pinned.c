@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * pinned.c: what the pinned modes and zero-copy ask of the system, checked
  * before anything is mounted.

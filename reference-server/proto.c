@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * proto.c: the FUSE wire format, with no I/O: opcode names, splitting a
  * request into header/argument/data, building replies, packing dirents,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * ring.c: the io_uring side. One queue per possible CPU, each a thread
  * pinned to its CPU with its own SQE128 ring and entries; every entry is

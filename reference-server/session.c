@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * session.c: everything that happens on /dev/fuse itself: open it, mount
  * with its fd, answer FUSE_INIT by read(2)/write(2), then serve what the

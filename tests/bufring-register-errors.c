@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * tests/bufring-register-errors.c: every mistake a server can make when it
  * registers a buffer ring (patch 0004), with pinned headers or buffers

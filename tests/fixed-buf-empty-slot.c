@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * tests/fixed-buf-empty-slot.c: what a READ_FIXED or WRITE_FIXED gets at a
  * fixed-buffer index that holds no buffer, in a sparse table like the one a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * tests/uring-nop.c: the smallest proof that io_uring works in the guest.
  *

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * Description: host unit tests of the buffer-size simulator: sizes, trace
  * parsing, each request's buffer need, design parsing and the memory each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * Description: host unit tests of the server's pure parts: opcode names,
  * request parsing, which requests get a buffer in bufring mode (and with
