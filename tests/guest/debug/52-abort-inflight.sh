@@ -85,9 +85,11 @@ for mode in $MODES; do
 			fio_ended "$way" "$tag"
 			;;
 		umount-l)
-			# A short run: MNT_DETACH alone aborts nothing, so fio goes
-			# on through its open files and completes.
-			fio_bg "$way" 5
+			# A shorter run: MNT_DETACH alone aborts nothing, so fio
+			# goes on through its open files and completes. Not too
+			# short: on the debug kernel fio_started needs seconds to
+			# see the jobs, and a 5 s run had ended by then.
+			fio_bg "$way" 20
 			check "$tag: umount -l with fio in flight" timeout 20 umount -l "$M"
 			check_eq "$tag: the mount is detached at once" "none" "$(mount_type "$M")"
 			fio_ended "$way" "$tag"
