@@ -156,14 +156,24 @@ refsrv_cleanup() {
 }
 
 # fio_jobs_have PID FILE...: each FILE (under $M) is open in one of fio's
-# job processes (the children of fio PID).
+# job processes (the children of fio PID). Shell builtins only (read, a
+# glob, test -ef): with fio and the server keeping a TCG guest's CPUs busy,
+# every fork takes long, and a look through /proc that forked pgrep and ls
+# missed a 20-second fio run on the debug kernel.
 fio_jobs_have() {
 	fj_pid=$1
 	shift
-	fj_fds=$(for fj_c in $(pgrep -P "$fj_pid"); do ls -l "/proc/$fj_c/fd/" 2>/dev/null; done)
+	fj_fds=
+	for fj_stat in /proc/[0-9]*/stat; do
+		read -r fj_p _ _ fj_ppid _ 2>/dev/null <"$fj_stat" || continue
+		[ "$fj_ppid" = "$fj_pid" ] && fj_fds="$fj_fds /proc/$fj_p/fd/*"
+	done
 	for fj_file in "$@"; do
-		printf '%s\n' "$fj_fds" | awk -v f="$M/$fj_file" '$NF == f { ok = 1 } END { exit !ok }' ||
-			return 1
+		fj_found=
+		for fj_fd in $fj_fds; do
+			[ "$fj_fd" -ef "$M/$fj_file" ] && fj_found=1 && break
+		done
+		[ -n "$fj_found" ] || return 1
 	done
 }
 
