@@ -45,11 +45,10 @@
 # fault-inject-register-* do in one process (seconds); here one start costs
 # 20-30 s under KASAN and TCG, and a queue thread's start-up has 55-75
 # points (two queues, eight entries each), so by default this samples the
-# points of each mode:
-# the first (n=1), the middle and the last, then on from the last until
-# no thread reaches its n-th any more (the server must start; at most 8
-# more). FI_ALL=1
-# iterates every n up to FI_MAX_N (default 300) instead (hours).
+# points of each mode: the first (n=1), the middle and the last, then on
+# from the last until no thread reaches its n-th any more (the server must
+# start; at most 8 more). FI_ALL=1 iterates every n up to FI_MAX_N
+# (default 300) instead (hours).
 # FI_N="28 29" tries just those n (with MODES=iovec, one point of one
 # mode: how to rerun a failure). FI_DRY=1 on a kernel without fault
 # injection runs the same steps without arming (to test the test).
