@@ -13,16 +13,22 @@ BUILD := $(TOP)/build
 FLAVOR ?= normal
 export FLAVOR
 
+# Every step that writes build/ holds this checkout's lock: a second make
+# started meanwhile waits instead of corrupting the kernel build
+# (scripts/with-build-lock).
+LOCKED := scripts/with-build-lock
+
 CC := gcc
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 
-.PHONY: help deps kernel headers server peer tests vm check demo bench patches patches-check docs clean
+.PHONY: help deps kernel headers server peer tests vm check check-debug fresh-check demo bench patches patches-check docs clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make demo           install, build, boot the guest and walk the labs"
 	@echo "make check          run every test (host, runner, guest); ends with 'N passed, N failed'"
 	@echo "make check-debug    the guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault injection)"
+	@echo "make fresh-check    the README's two commands on a brand-new Debian 12 root (as root; about 40 minutes)"
 	@echo "make deps           install the Debian packages and download the pinned kernel"
 	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR))"
 	@echo "make server         build the reference server into build/reference-server/"
@@ -35,28 +41,28 @@ help:
 	@echo "vm/run -- CMD       run one command in the guest"
 
 deps:
-	@scripts/deps
+	@$(LOCKED) scripts/deps
 
 kernel: deps
-	@scripts/kernel build
+	@$(LOCKED) scripts/kernel build
 
 headers: deps
-	@scripts/kernel headers
+	@$(LOCKED) scripts/kernel headers
 
 # The reference server builds against the patched tree's uapi headers.
 server: headers
-	@if [ -f reference-server/Makefile ]; then $(MAKE) -s -C reference-server; fi
+	@if [ -f reference-server/Makefile ]; then $(LOCKED) $(MAKE) -s -C reference-server; fi
 
 # libfuse's passthrough_hp, the peer the reference server is compared with.
 peer: deps
-	@scripts/peer
+	@$(LOCKED) scripts/peer
 
 # Small programs the guest tests run, linked statically like the server.
 TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*.c))
 tests: $(TEST_PROGS)
 $(BUILD)/tests/%: tests/%.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -static -o $@ $< -luring
+	$(LOCKED) $(CC) $(CFLAGS) -static -o $@ $< -luring
 # It speaks the patched uapi (FUSE_URING_BUFRING), like the server.
 $(BUILD)/tests/bufring-register-errors: CFLAGS += -I$(BUILD)/headers/include
 $(BUILD)/tests/bufring-register-errors: $(BUILD)/headers/include/linux/fuse.h
@@ -65,31 +71,37 @@ vm: kernel server tests
 	@vm/run --interactive
 
 check: kernel server peer tests
-	@scripts/check
+	@$(LOCKED) scripts/check
 
 # The guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault
 # injection; vm/kernel-debug.config), in build/obj/debug.
 check-debug:
 	@$(MAKE) --no-print-directory FLAVOR=debug kernel server peer tests
-	@FLAVOR=debug scripts/check
+	@FLAVOR=debug $(LOCKED) scripts/check
 
 demo: kernel server tests
-	@scripts/demo
+	@$(LOCKED) scripts/demo
 
 # The full benchmark (not part of make check; a smoke run is).
 bench: kernel server peer
-	@scripts/bench
+	@$(LOCKED) scripts/bench
 
 patches:
-	@scripts/kernel export
+	@$(LOCKED) scripts/kernel export
 
 patches-check: deps
-	@scripts/kernel series-check
+	@$(LOCKED) scripts/kernel series-check
 
 docs: deps
-	@sphinx-build -q -E -W -n --keep-going -b html . $(BUILD)/docs
+	@$(LOCKED) sphinx-build -q -E -W -n --keep-going -b html . $(BUILD)/docs
 	@echo "docs: $(BUILD)/docs/index.html"
 
-# Keeps the download and ccache cache (~/.cache/fuse-io-uring-lab).
+# The README's two commands, exactly as written, on a new Debian 12 root
+# made with mmdebstrap: what CI runs (.ci/run). Needs root.
+fresh-check:
+	@scripts/fresh-check
+
+# Keeps the download and ccache cache (~/.cache/fuse-io-uring-lab), and the
+# lock file, which a waiting make may hold open.
 clean:
-	rm -rf $(BUILD)
+	@$(LOCKED) find $(BUILD) -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +

@@ -45,6 +45,16 @@ need_space() {
 	[ "$have" -ge "$1" ] || die "$2 needs $1 MiB free in $BUILD, there are $have MiB: free some space (make clean removes build/)"
 }
 
+# debian_archive_uri SUITE: the address this machine's own apt configuration
+# uses for Debian's SUITE (bookworm, bookworm-security, ...). scripts/deps adds
+# suites from the same archive, and scripts/fresh-check builds its new root
+# from it: no host name is written anywhere in the project.
+debian_archive_uri() {
+	apt-get indextargets --format '$(REPO_URI) $(CODENAME) $(ORIGIN)' \
+		'Identifier: Packages' 2>/dev/null |
+		awk -v c="$1" '$2 == c && $3 == "Debian" { print $1; exit }'
+}
+
 # Run as root, or through sudo when that is possible without a password.
 as_root() {
 	if [ "$(id -u)" = 0 ]; then
