@@ -28,7 +28,7 @@ help:
 	@echo "make demo           install, build, boot the guest and walk the labs"
 	@echo "make check          run every test (host, runner, guest); ends with 'N passed, N failed'"
 	@echo "make check-debug    the guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault injection)"
-	@echo "make fresh-check    the README's two commands on a brand-new Debian 12 root (as root; about 40 minutes)"
+	@echo "make fresh-check    the README's two commands on a brand-new Debian 12 root (as root; about 21 minutes)"
 	@echo "make deps           install the Debian packages and download the pinned kernel"
 	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR))"
 	@echo "make server         build the reference server into build/reference-server/"
@@ -67,6 +67,8 @@ $(BUILD)/tests/%: tests/%.c | deps
 $(BUILD)/tests/bufring-register-errors: CFLAGS += -I$(BUILD)/headers/include
 $(BUILD)/tests/bufring-register-errors: $(BUILD)/headers/include/linux/fuse.h
 
+# The interactive guest runs outside the lock (it would hold every other
+# make for as long as the shell is open); its prerequisites take it.
 vm: kernel server tests
 	@vm/run --interactive
 
@@ -97,7 +99,9 @@ docs: deps
 	@echo "docs: $(BUILD)/docs/index.html"
 
 # The README's two commands, exactly as written, on a new Debian 12 root
-# made with mmdebstrap: what CI runs (.ci/run). Needs root.
+# made with mmdebstrap: what CI runs (.ci/run). Needs root. Not under the
+# build lock: it builds in its own root, and writes only its logs here
+# (build/fresh-check/).
 fresh-check:
 	@scripts/fresh-check
 
