@@ -7,7 +7,8 @@
 # --verify=crc32c with 1, 2 and 8 buffers for 8 entries, and with a single
 # buffer serves four parallel readers on one queue correctly (their
 # requests wait for the buffer, then finish) and survives kill -9 in the
-# middle of fio.
+# middle of fio; and with three buffers the kernel's fuse_uring_buffer
+# event shows that no buffer is ever lent to two entries at once.
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
@@ -29,7 +30,11 @@ rm -rf "$W"
 mkdir -p "$B" "$M"
 
 SRV_PID=
-cleanup() { refsrv_cleanup bufring; }
+cleanup() {
+	[ ! -w /sys/kernel/tracing/events/fuse/fuse_uring_buffer/enable ] ||
+		echo 0 >/sys/kernel/tracing/events/fuse/fuse_uring_buffer/enable
+	refsrv_cleanup bufring
+}
 trap cleanup EXIT
 
 NQ=$(possible_cpu_count)
@@ -236,6 +241,65 @@ if mount_bufring "$LOG" 1 --trace; then
 	wait "$SRV_PID" 2>/dev/null
 	SRV_PID=
 	check "kill -9 with --nbufs=1: umount of the dead mount works" timeout 10 umount "$M"
+fi
+
+# ---- no buffer is ever lent to two entries at once ---------------------------
+
+# Three buffers, not a power of two, for eight entries: the ring's slot
+# index goes round every three selections. The kernel's fuse_uring_buffer
+# event says which entry each buffer was selected for and recycled from;
+# replayed per queue, a buffer must never be selected while an entry holds
+# it, nor recycled by an entry that does not hold it. (v2's counters ran
+# freely and, where they wrap at 2^32, lent one buffer to two entries when
+# nbufs is not a power of two.) The global trace clock orders the events of
+# different CPUs.
+TRACEFS=/sys/kernel/tracing
+mkdir -p "$TRACEFS"
+mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS"
+BUF_EV=$TRACEFS/events/fuse/fuse_uring_buffer
+if [ ! -w "$BUF_EV/enable" ]; then
+	fail "tracefs has events/fuse/fuse_uring_buffer" "no $BUF_EV/enable"
+else
+	echo global >"$TRACEFS/trace_clock"
+	echo 4096 >"$TRACEFS/buffer_size_kb"
+	echo >"$TRACEFS/trace"
+	# before the mount: every selection of this server is seen
+	echo 1 >"$BUF_EV/enable"
+	if mount_bufring "$W/owners.log" 3; then
+		out=$(fio --name=owners --directory="$M" --size=1M --numjobs=4 \
+			--ioengine=psync --fallocate=none --rw=randwrite --bs=4k \
+			--direct=1 --verify=crc32c 2>&1)
+		check_eq "--nbufs=3: four writers, read back and verified" "0 4" \
+			"$? $(printf '%s\n' "$out" | grep -c 'err= 0')"
+		refsrv_stop "--nbufs=3 buffer owners"
+	fi
+	echo 0 >"$BUF_EV/enable"
+	# (setting the clock clears the trace: keep it first)
+	cat "$TRACEFS/trace" >"$W/buffer.trace"
+	echo local >"$TRACEFS/trace_clock"
+	owners=$(awk -v nbufs=3 '/fuse_uring_buffer:/ {
+		for (i = 1; i < NF; i++) {
+			if ($i == "qid") q = $(i + 1)
+			if ($i == "ent") e = $(i + 1)
+			if ($i == "buf") b = $(i + 1)
+		}
+		if (b + 0 >= nbufs) bad = bad " q" q ":buf" b ":out-of-range"
+		if ($0 ~ / selected /) {
+			n++
+			if ((q, b) in owner)
+				bad = bad " q" q ":buf" b ":to-ent" e ":held-by-ent" owner[q, b]
+			owner[q, b] = e
+		} else {
+			if (!((q, b) in owner) || owner[q, b] != e)
+				bad = bad " q" q ":buf" b ":recycled-by-ent" e ":not-its-holder"
+			delete owner[q, b]
+		}
+	} END { printf "%d %s", n, bad == "" ? "none" : substr(bad, 2) }' "$W/buffer.trace")
+	echo "# fuse_uring_buffer: ${owners%% *} selections"
+	check_eq "--nbufs=3: at least 1000 buffer selections traced (the slot index went round)" \
+		"yes" "$([ "${owners%% *}" -ge 1000 ] && echo yes || echo "no: ${owners%% *}")"
+	check_eq "--nbufs=3: no buffer was lent to two entries, or recycled by one that did not hold it" \
+		"none" "${owners#* }"
 fi
 
 exit 0
