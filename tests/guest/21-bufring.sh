@@ -249,10 +249,12 @@ fi
 # index goes round every three selections. The kernel's fuse_uring_buffer
 # event says which entry each buffer was selected for and recycled from;
 # replayed per queue, a buffer must never be selected while an entry holds
-# it, nor recycled by an entry that does not hold it. (v2's counters ran
-# freely and, where they wrap at 2^32, lent one buffer to two entries when
-# nbufs is not a power of two.) The global trace clock orders the events of
-# different CPUs.
+# it, nor recycled by an entry that does not hold it. This checks
+# ownership in general; it reaches v2's wrap bug (counters that ran freely
+# and, where they wrap at 2^32, lent one buffer to two entries when nbufs
+# is not a power of two) only on a kernel whose counters start near the
+# wrap, as the fix's demonstration did. The global trace clock orders the
+# events of different CPUs.
 TRACEFS=/sys/kernel/tracing
 mkdir -p "$TRACEFS"
 mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS"
