@@ -14,12 +14,13 @@
  *
  * Every case gets a connection of its own, for two reasons read off
  * fs/fuse/dev_uring.c: a queue's first REGISTER fixes its buffer ring for
- * good (fuse_uring_create_queue()), and a failed REGISTER switches io_uring
- * off for the whole connection (fuse_uring_cmd() clears fch->io_uring, so
- * every later REGISTER gets -EOPNOTSUPP: register-after-failed-register).
- * So in each case the REGISTER under test is the connection's last.
+ * good (fuse_uring_create_queue()), and a failed REGISTER before the ring
+ * is ready switches io_uring off for the whole connection
+ * (fuse_uring_register_refused() clears fch->io_uring, so every later
+ * REGISTER gets -EOPNOTSUPP: register-after-failed-register). So in each
+ * case the REGISTER under test is the connection's last.
  *
- * The cases (54; --list names them, in this order):
+ * The cases (64; --list names them, in this order):
  *   - control-*: the well-formed set-up the other cases break one field at
  *     a time registers on every queue and carries a real request (a
  *     GETATTR from stat(2)) to the right header slot; once plain, once
@@ -28,8 +29,9 @@
  *   - the connection: REGISTER before the FUSE_INIT reply (-EAGAIN, then
  *     accepted once INIT is answered), without FUSE_OVER_IO_URING in INIT
  *     and after a failed REGISTER (-EOPNOTSUPP), on a ring without SQE128,
- *     an unknown command op, an unknown flag, a qid past the last queue
- *     (-EINVAL);
+ *     an unknown command op, an unknown flag, a qid past the last queue,
+ *     padding that is not 0 (-EINVAL); a REGISTER refused once the ring is
+ *     ready, which leaves the ring serving;
  *   - queues that disagree (cross-queue-*, same-queue-*: -EINVAL);
  *   - the buffer ring's geometry: queue_depth, buf_size, the headers and
  *     payload regions (-EINVAL, and what is accepted: 65535 buffers, a
@@ -43,14 +45,18 @@
  *   - replies the kernel refuses (reply-*): payload_sz past the payload
  *     buffer (buffer ring and 7.2's iovec layout) or 0xffffffff, a positive
  *     error, a unique with the interrupt bit (stat(2) gets EINVAL; 7.2
- *     warned on the last), a wrong unique (ENOENT); each followed by
- *     a request served right on the same connection;
+ *     warned on the last), a wrong unique (ENOENT), padding that is not 0
+ *     (EINVAL); each followed by a request served right on the same
+ *     connection; a commit with padding that is not 0 (-EINVAL);
  *   - pinned-*: flags without a buffer ring, misaligned regions,
- *     RLIMIT_MEMLOCK exactly enough and a page short (-ENOMEM);
+ *     RLIMIT_MEMLOCK exactly enough and a page short (-ENOMEM), a refusal
+ *     that pins nothing, regions larger than the queue uses (charged only
+ *     what it uses);
  *   - zero-copy-*: without the pinned flags (-EINVAL), without
  *     CAP_SYS_ADMIN (-EPERM), a fixed-buffer table too small, the
  *     directions of READ_FIXED/WRITE_FIXED, an ITER_KVEC read (copied), an
- *     abort while the server holds a zero-copied READ;
+ *     abort while the server holds a zero-copied READ, commits from io-wq
+ *     racing a thread that empties the fixed-buffer slot (15 s);
  *   - fault-inject-register-*, only where /proc/thread-self/fail-nth exists
  *     (the debug kernel): every allocation of a queue's first REGISTER
  *     (iovec, bufring, pinned) failed in turn; clean errors, VmPin back to
@@ -100,6 +106,7 @@
 #include <linux/capability.h>
 #include <linux/fuse.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -561,6 +568,8 @@ struct reg {
 	uint16_t depth;		/* init.queue_depth */
 	uint16_t ent;		/* sqe->buf_index: the entry id, its header slot */
 	const struct iovec *iov; /* [0] headers, [1] payload */
+	uint16_t padding;	/* cmd_req.padding: must be 0 */
+	uint16_t init_padding;	/* cmd_req.init.padding: must be 0 */
 };
 
 /* Submit one REGISTER; a CQE counts if it comes within ms. */
@@ -569,7 +578,11 @@ static int do_register_ms(struct conn *c, const struct reg *r, int ms)
 	struct fuse_uring_cmd_req req = {
 		.flags = r->flags,
 		.qid = r->qid,
-		.init = { .buf_size = r->buf_size, .queue_depth = r->depth },
+		.padding = r->padding,
+		.init = {
+			.buf_size = r->buf_size, .queue_depth = r->depth,
+			.padding = r->init_padding,
+		},
 	};
 	uint64_t ud = UD(UD_REGISTER, r->qid, r->ent);
 	struct io_uring_sqe *sqe;
@@ -588,15 +601,23 @@ static int do_register(struct conn *c, const struct reg *r)
 	return do_register_ms(c, r, ACCEPT_MS);
 }
 
-static int do_commit(struct conn *c, uint16_t qid, uint16_t ent,
-		     uint64_t commit_id)
+static int do_commit_padded(struct conn *c, uint16_t qid, uint16_t ent,
+			    uint64_t commit_id, uint16_t padding)
 {
-	struct fuse_uring_cmd_req req = { .commit_id = commit_id, .qid = qid };
+	struct fuse_uring_cmd_req req = {
+		.commit_id = commit_id, .qid = qid, .padding = padding,
+	};
 	uint64_t ud = UD(UD_COMMIT, qid, ent);
 
 	if (!fuse_cmd_sqe(c, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, &req, ud))
 		return NOT_SUBMITTED;
 	return submit_and_reap(c, ud);
+}
+
+static int do_commit(struct conn *c, uint16_t qid, uint16_t ent,
+		     uint64_t commit_id)
+{
+	return do_commit_padded(c, qid, ent, commit_id, 0);
 }
 
 /* ---- queue memory ----------------------------------------------------- */
@@ -840,6 +861,7 @@ struct served {
 	uint16_t qid, ent, buf_id;
 	uint64_t unique;
 	int wrong_qid_res;	/* with reply_bend.wrong_qid_first */
+	int padded_commit_res;	/* with reply_bend.padded_commit_first */
 };
 
 /*
@@ -852,6 +874,8 @@ struct reply_bend {
 	uint64_t unique_xor;	/* fuse_out_header.unique ^= this */
 	int32_t error;		/* fuse_out_header.error */
 	bool wrong_qid_first;	/* COMMIT_AND_FETCH on the other queue first */
+	uint16_t ent_padding;	/* ring_ent_in_out.padding: must stay 0 */
+	bool padded_commit_first; /* a COMMIT_AND_FETCH with cmd_req.padding 1 first */
 };
 
 /* Every header slot still poisoned, but the one the request went to. */
@@ -950,6 +974,7 @@ static int serve_getattr(const char *name, struct conn *c,
 		oh.error = b->error;
 		if (b->payload_sz_set)
 			eio.payload_sz = b->payload_sz;
+		eio.padding = b->ent_padding;
 	}
 	memcpy(hdr + offsetof(struct fuse_uring_req_header, in_out), &oh, sizeof(oh));
 	memcpy(hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
@@ -959,6 +984,11 @@ static int serve_getattr(const char *name, struct conn *c,
 	if (b && b->wrong_qid_first)
 		s->wrong_qid_res = do_commit(c, (uint16_t)((s->qid + 1) % nr_queues),
 					     s->ent, ih.unique);
+
+	/* the right commit, but with padding that is not 0 */
+	if (b && b->padded_commit_first)
+		s->padded_commit_res = do_commit_padded(c, s->qid, s->ent,
+							ih.unique, 1);
 
 	/*
 	 * The commit is accepted and stays queued: it fetches the next
@@ -1763,6 +1793,148 @@ static void case_pinned_over_memlock(const char *name)
 }
 
 /*
+ * Regions larger than the queue uses: a headers region of 16 pages for
+ * DEPTH slots of 288 bytes, or a payload region with max_payload - 1 bytes
+ * after its last whole buffer. RLIMIT_MEMLOCK is exactly what the queue
+ * uses, no CAP_IPC_LOCK: accepted, and VmPin grows by exactly that. The
+ * kernel pins, maps and charges the slots and the whole buffers only
+ * (kernel patches 0005, 0006: fuse_uring_bufring_setup(), "queue_depth *
+ * sizeof(struct fuse_uring_req_header)" and "(size_t)nr_bufs * buf_size");
+ * it used to take each region's whole iov_len, and this REGISTER got
+ * -ENOMEM.
+ */
+static void pinned_region_larger(const char *name, size_t headers_extra,
+				 size_t payload_extra)
+{
+	size_t used, hlen, plen;
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	long before, after;
+	int res;
+
+	if (qmem_good(name, &q))
+		return;
+	used = page_round(q.iov[0].iov_len) + page_round(q.iov[1].iov_len);
+	hlen = q.iov[0].iov_len + headers_extra;
+	plen = q.iov[1].iov_len + payload_extra;
+	munmap(q.hmap, q.hmap_len);
+	munmap(q.pmap, q.pmap_len);
+	q.hmap_len = page_round(hlen);
+	q.pmap_len = page_round(plen);
+	q.hmap = map_anon(q.hmap_len, PROT_READ | PROT_WRITE);
+	q.pmap = map_anon(q.pmap_len, PROT_READ | PROT_WRITE);
+	if (!q.hmap || !q.pmap) {
+		fail(name, "set-up: mmap: %s", strerror(errno));
+		goto out;
+	}
+	q.iov[0] = (struct iovec){ q.hmap, hlen };
+	q.iov[1] = (struct iovec){ q.pmap, plen };
+	q.flags |= PINNED;
+	r = reg_bufring(0, 0, &q);
+	if (conn_open(&c, name) == 0) {
+		before = vmpin_kb();
+		res = register_without_ipc_lock(name, &c, &r, used);
+		after = vmpin_kb();
+		if (res == NOT_SUBMITTED)
+			;	/* FAILed already */
+		else if (res != ACCEPTED)
+			fail(name, "regions of %zu and %zu B, RLIMIT_MEMLOCK %zu B (what "
+			     "the queue uses): expected accepted, got %d (%s)",
+			     hlen, plen, used, res, strerror(res < 0 ? -res : 0));
+		else if (after - before != (long)(used / 1024))
+			fail(name, "VmPin grew by %ld kB, the queue uses %zu kB",
+			     after - before, used / 1024);
+		else {
+			printf("# %s: regions %zu + %zu B, VmPin +%ld kB\n",
+			       name, hlen, plen, after - before);
+			pass(name);
+		}
+		conn_close(&c);
+	}
+out:
+	qmem_free(&q);
+}
+
+static void case_pinned_headers_region_larger(const char *name)
+{
+	pinned_region_larger(name, 16 * page_size, 0);
+}
+
+static void case_pinned_buffers_region_larger(const char *name)
+{
+	pinned_region_larger(name, 0, max_payload - 1);
+}
+
+/* Resident pages of [p, p + len), by mincore(); -1 on error. */
+static long resident_pages(void *p, size_t len)
+{
+	size_t n = len / page_size, i;
+	unsigned char *vec = malloc(n);
+	long count = 0;
+
+	if (!vec)
+		return -1;
+	if (mincore(p, len, vec) < 0) {
+		free(vec);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		count += vec[i] & 1;
+	free(vec);
+	return count;
+}
+
+/*
+ * A payload region of 32 MiB the server never touched, RLIMIT_MEMLOCK one
+ * page, no CAP_IPC_LOCK: -ENOMEM, and not one page of the region was
+ * faulted in. The kernel checks the limit before it pins (kernel patch
+ * 0005: fuse_bufring_pin_mem() calls account_pinned_pages() first); it used
+ * to pin first, and pinning for writing faults every page in: a server
+ * without privileges made the kernel allocate, pin and map any amount of
+ * memory for the length of each REGISTER.
+ */
+static void case_pinned_over_memlock_pins_nothing(const char *name)
+{
+	const size_t len = 32 << 20;
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	long resident;
+	int res;
+
+	if (qmem_good(name, &q))
+		return;
+	munmap(q.pmap, q.pmap_len);
+	q.pmap_len = len;
+	q.pmap = map_anon(len, PROT_READ | PROT_WRITE);
+	if (!q.pmap) {
+		fail(name, "set-up: mmap: %s", strerror(errno));
+		goto out;
+	}
+	q.iov[1] = (struct iovec){ q.pmap, len };
+	q.flags |= PINNED;
+	r = reg_bufring(0, 0, &q);
+	if (conn_open(&c, name) == 0) {
+		res = register_without_ipc_lock(name, &c, &r, page_size);
+		resident = resident_pages(q.pmap, len);
+		if (res == NOT_SUBMITTED)
+			;	/* FAILed already */
+		else if (res != -ENOMEM)
+			expect_res(name, -ENOMEM, res);
+		else if (resident != 0)
+			fail(name, "-ENOMEM, but %ld of the region's %zu pages were "
+			     "faulted in: the kernel pinned before it checked the limit",
+			     resident, len / page_size);
+		else
+			pass(name);
+		conn_close(&c);
+	}
+out:
+	qmem_free(&q);
+}
+
+/*
  * The positive control with both regions pinned: the kernel reads the
  * GETATTR's headers from, and writes its reply to, the pinned mappings.
  */
@@ -1867,6 +2039,7 @@ enum rw_policy {
 	RW_UNEXPECTED,	/* a READ or WRITE must not reach the server */
 	RW_FIXED,	/* zero-copied: wrong direction first, then the right one */
 	RW_COPY,	/* not zero-copied: data in the payload buffer */
+	RW_RACE,	/* zero-copied READs only: READ_FIXED, which may fail */
 };
 
 struct mini {
@@ -1875,6 +2048,8 @@ struct mini {
 	struct qmem *qs;
 	enum rw_policy rw;
 	int memfd;		/* the data of "f", for the fixed operations */
+	bool async_commit;	/* COMMIT_AND_FETCH with IOSQE_ASYNC: from io-wq */
+	int fixed_errs;		/* RW_RACE: READ_FIXEDs that failed */
 	/* what happened */
 	int zc_reads, zc_writes, copy_reads, copy_writes, unexpected;
 	int wrong_dir_read, wrong_dir_write;	/* res of the wrong direction */
@@ -2082,6 +2257,16 @@ static void mini_serve_one(struct mini *m, uint16_t qid, uint16_t ent)
 			len = -EIO;
 		} else if (m->rw == RW_FIXED && zc) {
 			len = mini_zero_copy(m, ent, ih.opcode, op_in, buf);
+		} else if (m->rw == RW_RACE && zc && ih.opcode == FUSE_READ) {
+			const struct fuse_read_in *ri = (const void *)op_in;
+
+			/* -EFAULT once the table lost the buffer: the READ fails */
+			len = mini_fixed(m, IORING_OP_READ_FIXED, ent, m->memfd,
+					 ri->size, ri->offset);
+			if (len < 0) {
+				m->fixed_errs++;
+				len = -EIO;
+			}
 		} else if (m->rw == RW_COPY && !zc && ih.opcode == FUSE_READ) {
 			const struct fuse_read_in *ri = (const void *)op_in;
 			size_t n = strlen(SCRIPT);
@@ -2112,10 +2297,13 @@ static void mini_serve_one(struct mini *m, uint16_t qid, uint16_t ent)
 	       &eio, sizeof(eio));
 	{
 		struct fuse_uring_cmd_req req = { .commit_id = ih.unique, .qid = qid };
+		struct io_uring_sqe *sqe;
 
-		if (!fuse_cmd_sqe(m->c, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, &req,
-				  UD(UD_COMMIT, qid, ent)) ||
-		    io_uring_submit(&m->c->ring) != 1)
+		sqe = fuse_cmd_sqe(m->c, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, &req,
+				   UD(UD_COMMIT, qid, ent));
+		if (sqe && m->async_commit)
+			sqe->flags |= IOSQE_ASYNC;
+		if (!sqe || io_uring_submit(&m->c->ring) != 1)
 			mini_fail(m, "cannot submit the COMMIT_AND_FETCH");
 	}
 }
@@ -2151,7 +2339,7 @@ static void mnt_path(char *buf, size_t len, const char *name)
  * Answer requests until the client is done (and give up after MINI_MS).
  * 0, or -1 after FAILing the case.
  */
-static int serve_mini(struct mini *m, struct client *cl)
+static int serve_mini_ms(struct mini *m, struct client *cl, int limit_ms)
 {
 	struct timespec t0, t;
 	uint64_t ud;
@@ -2162,10 +2350,10 @@ static int serve_mini(struct mini *m, struct client *cl)
 		return fail(m->name, "set-up: pthread_create");
 	while (!__atomic_load_n(&cl->done, __ATOMIC_ACQUIRE)) {
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 > MINI_MS) {
+		if ((t.tv_sec - t0.tv_sec) * 1000 > limit_ms) {
 			/* closing the connection releases the client */
 			fail(m->name, "the client is still blocked after %d ms",
-			     MINI_MS);
+			     limit_ms);
 			conn_close(m->c);
 			pthread_join(cl->th, NULL);
 			return -1;
@@ -2188,6 +2376,11 @@ static int serve_mini(struct mini *m, struct client *cl)
 	if (m->failure[0])
 		return fail(m->name, "%s", m->failure);
 	return 0;
+}
+
+static int serve_mini(struct mini *m, struct client *cl)
+{
+	return serve_mini_ms(m, cl, MINI_MS);
 }
 
 /*
@@ -2386,6 +2579,231 @@ static void case_zero_copy_fixed_directions(const char *name)
 		else
 			pass(name);
 	}
+out:
+	conn_close(&c);
+	if (m.memfd >= 0)
+		close(m.memfd);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
+/* ---- zero-copy: the fixed-buffer table changed under a commit in io-wq --- */
+
+#define RACE_MS		15000	/* how long the readers read */
+#define RACE_READERS	4
+
+static char race_pattern[FILE_SIZE];
+
+/* The race's client: readers and a table updater, run by client_race(). */
+struct race {
+	struct conn *c;
+	volatile int stop;
+	uint16_t slot;		/* queue 1's entry id: its fixed-buffer slot */
+	long updates, update_errs;
+	long reads_ok, reads_err, reads_wrong;
+	int setup_err;		/* errno of a failed pin or priority, or 0 */
+	const char *setup_what;
+};
+
+static int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/*
+ * On CPU 0 with the io-wq worker, at a real-time priority: it wakes up
+ * every 20-120 us and empties the slot (IORING_REGISTER_BUFFERS_UPDATE with
+ * an empty iovec), which releases a buffer the kernel registered there.
+ * When it wakes while the worker holds the ring's lock, it waits for the
+ * lock, and the worker's unlock hands the CPU straight to it: its update
+ * runs in the window between io_buffer_register_bvec() dropping the lock
+ * and fuse storing what that returned.
+ */
+static void *race_updater(void *arg)
+{
+	struct race *r = arg;
+	struct sched_param sp = { .sched_priority = 1 };
+	struct iovec empty = { NULL, 0 };
+	unsigned int seed = 1;
+	int err;
+
+	err = pin_to_cpu(0);
+	if (!err)
+		err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (err) {
+		r->setup_err = err;
+		r->setup_what = "the updater's CPU or SCHED_FIFO priority";
+		return NULL;
+	}
+	while (!r->stop) {
+		struct timespec ts = { 0, 20000 + (long)(rand_r(&seed) % 100000) };
+
+		if (io_uring_register_buffers_update_tag(&r->c->ring, r->slot,
+							 &empty, NULL, 1) == 1)
+			r->updates++;
+		else
+			r->update_errs++;
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* On CPU 1, so that its READs go to queue 1; checks every byte it gets. */
+static void *race_reader(void *arg)
+{
+	struct race *r = arg;
+	char path[256];
+	char *buf = aligned_alloc(4096, IO_SIZE);
+	long ok = 0, err = 0, wrong = 0;
+	uint64_t off = 0;
+	int fd;
+
+	if (!buf || pin_to_cpu(1)) {
+		r->setup_err = ENOMEM;
+		r->setup_what = "a reader's buffer or CPU";
+		free(buf);
+		return NULL;
+	}
+	mnt_path(path, sizeof(path), "f");
+	fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		r->setup_err = errno;
+		r->setup_what = "open(2) of f";
+		free(buf);
+		return NULL;
+	}
+	while (!r->stop) {
+		ssize_t n = pread(fd, buf, IO_SIZE, (off_t)off);
+
+		if (n < 0)
+			err++;
+		else if (n != IO_SIZE || memcmp(buf, race_pattern + off, IO_SIZE))
+			wrong++;
+		else
+			ok++;
+		off = (off + IO_SIZE) % FILE_SIZE;
+	}
+	close(fd);
+	free(buf);
+	__atomic_add_fetch(&r->reads_ok, ok, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&r->reads_err, err, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&r->reads_wrong, wrong, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static struct race *race_of_client;
+
+static void client_race(struct client *cl)
+{
+	struct race *r = race_of_client;
+	pthread_t readers[RACE_READERS], updater;
+	unsigned int i, started = 0;
+	bool updating;
+
+	(void)cl;
+	updating = pthread_create(&updater, NULL, race_updater, r) == 0;
+	for (i = 0; i < RACE_READERS; i++)
+		if (pthread_create(&readers[i], NULL, race_reader, r) == 0)
+			started++;
+	if (!updating || started < RACE_READERS) {
+		r->setup_err = EAGAIN;
+		r->setup_what = "pthread_create";
+	}
+	usleep(RACE_MS * 1000);
+	r->stop = 1;
+	for (i = 0; i < started; i++)
+		pthread_join(readers[i], NULL);
+	if (updating)
+		pthread_join(updater, NULL);
+}
+
+/*
+ * The race of kernel patch 0008 a review found: a zero-copied READ is
+ * fetched by a COMMIT_AND_FETCH that io-wq issues (IOSQE_ASYNC, so
+ * IO_URING_F_UNLOCKED), while another thread of the server changes the
+ * fixed-buffer table. io_buffer_register_bvec() takes and drops the ring's
+ * lock itself; if the other thread's update empties the slot before fuse
+ * has stored the buffer it got back, fuse_zero_copy_release() has already
+ * run and the buffer is freed, and fuse_uring_set_up_zero_copy() used to
+ * store it anyway: fuse_zero_copy_end() then revoked freed memory
+ * (KASAN: slab-use-after-free in io_buffer_revoke_bvec on the debug
+ * kernel). Fixed: fuse keeps the buffer only if it was not released.
+ *
+ * The set-up makes the window reachable: io-wq is pinned to CPU 0
+ * (IORING_REGISTER_IOWQ_AFF), with race_updater() at a real-time priority;
+ * four readers on CPU 1 keep queue 1's one entry busy, so each commit
+ * fetches the next READ. Asserted: every read(2) that succeeded returned
+ * the file's bytes (one that failed got EIO, from a READ_FIXED the table
+ * update made fail), at least RACE_READERS zero-copied READs and 100
+ * updates happened, and the kernel log is clean (the per-case check:
+ * KASAN, WARNING, ...). A clean run is not proof: the window is a few
+ * instructions wide, and the case counts how often it was tried.
+ */
+static void case_zero_copy_async_commit_vs_table_update(const char *name)
+{
+	static const uint16_t ents[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_RACE, .memfd = -1,
+			  .async_commit = true };
+	struct conn c = { .fd = -1 };
+	struct race r = { .c = &c, .slot = 1 };
+	cpu_set_t cpu0;
+	int i, err;
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	if (need_two_queues(name))
+		goto out;
+	for (i = 0; i < FILE_SIZE; i++)
+		race_pattern[i] = (char)('A' + (i * 7 + i / 4096) % 26);
+	m.memfd = memfd_create("f", MFD_CLOEXEC);
+	if (m.memfd < 0 ||
+	    pwrite(m.memfd, race_pattern, FILE_SIZE, 0) != FILE_SIZE) {
+		fail(name, "set-up: memfd: %s", strerror(errno));
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_race;
+	race_of_client = &r;
+	m.c = &c;
+	m.qs = qs;
+	if (zero_copy_setup(name, &c, qs, nr_queues, ents))
+		goto out;
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	err = io_uring_register_iowq_aff(&c.ring, sizeof(cpu0), &cpu0);
+	if (err) {
+		fail(name, "set-up: io_uring_register_iowq_aff(CPU 0): %s",
+		     strerror(-err));
+		goto out;
+	}
+	if (serve_mini_ms(&m, cl, RACE_MS + MINI_MS) != 0)
+		goto out;
+	printf("# %s: %d zero-copied READs committed from io-wq, %ld table "
+	       "updates; read(2): %ld ok, %ld EIO (%d READ_FIXED failed), "
+	       "%ld wrong\n", name, m.zc_reads, r.updates, r.reads_ok,
+	       r.reads_err, m.fixed_errs, r.reads_wrong);
+	if (r.setup_err)
+		fail(name, "set-up: %s: %s", r.setup_what, strerror(r.setup_err));
+	else if (r.reads_wrong)
+		fail(name, "%ld read(2)s returned other bytes than the file's",
+		     r.reads_wrong);
+	else if (m.zc_reads < RACE_READERS || r.updates < 100)
+		fail(name, "too little happened to call it a race: %d READs, "
+		     "%ld updates", m.zc_reads, r.updates);
+	else if (m.copy_reads || m.copy_writes || m.zc_writes)
+		fail(name, "only zero-copied READs expected, got %d copied READs, "
+		     "%d WRITEs", m.copy_reads, m.copy_writes + m.zc_writes);
+	else
+		pass(name);
 out:
 	conn_close(&c);
 	if (m.memfd >= 0)
@@ -2969,6 +3387,42 @@ out:
 		qs_free(qs);
 }
 
+/*
+ * A refused REGISTER once the ring is ready (every queue has entries, and
+ * requests go to the ring): entry id 0 of queue 0 again, which is in use
+ * (-EBUSY). It is refused alone (kernel patch 0013: fuse_uring_cmd()
+ * clears fch->io_uring only "if (!READ_ONCE(fch->ring->ready))"): a
+ * stat(2) afterwards is served on the ring. 7.2 switched io_uring off for
+ * the connection on any refused REGISTER; after the ring was ready the
+ * GETATTR still went to the ring, and its COMMIT_AND_FETCH got
+ * -EOPNOTSUPP: the request waited for an abort.
+ */
+static void case_register_refused_after_ready(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+	struct reg r;
+	char buf[48];
+	int res;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	if (register_all(name, &c, qs) == 0) {
+		r = reg_bufring(0, 0, &qs[0]);
+		res = do_register(&c, &r);
+		if (res != -EBUSY)
+			fail(name, "set-up: REGISTER of entry 0 again: expected -EBUSY, "
+			     "got %s", res_str(res, buf, sizeof(buf)));
+		else if (stat_round(name, &c, qs, &s, NULL, 0) == 0)
+			pass(name);
+	}
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
 /* ---- replies the kernel refuses ------------------------------------------ */
 
 static void poison_slots(struct qmem *qs)
@@ -3077,6 +3531,89 @@ static void case_reply_interrupt_bit(const char *name)
 static void case_reply_error_positive(const char *name)
 {
 	struct reply_bend b = { .error = 5 };
+
+	reply_case(name, qmem_good, &b, EINVAL);
+}
+
+/* ---- padding: bytes with no meaning yet must be 0 ------------------------ */
+
+/*
+ * The uapi's padding: cmd_req.padding (every command), cmd_req.init.padding
+ * (REGISTER) and ring_ent_in_out.padding (a reply). 7.2 and the v2 series
+ * never read them, so a server could leave anything there, and no later
+ * kernel could give those bytes a meaning without breaking it. Refused with
+ * -EINVAL (kernel patch 0004): fuse_uring_cmd(), "if
+ * (READ_ONCE(cmd_req->padding)) return -EINVAL;", fuse_uring_register(),
+ * "if (READ_ONCE(cmd_req->init.padding)) return -EINVAL;", and
+ * fuse_uring_copy_from_ring(), "if (ring_in_out.padding) return -EINVAL;"
+ * (the request ends with it: stat(2) fails with EINVAL). Every case here
+ * was accepted before that patch refused it.
+ */
+static void bend_cmd_padding(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->padding = 1;
+}
+
+static void case_register_cmd_padding(const char *name)
+{
+	first_register(name, -EINVAL, bend_cmd_padding);
+}
+
+static void bend_init_padding(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->init_padding = 0x8000;
+}
+
+static void case_register_init_padding(const char *name)
+{
+	first_register(name, -EINVAL, bend_init_padding);
+}
+
+/* 7.2's layout has the same bytes: a 7.2 server that zeroes its SQEs is fine */
+static void case_register_cmd_padding_iovec(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_legacy(name, &q))
+		return;
+	r = reg_legacy(0, &q);
+	r.padding = 1;
+	if (conn_open(&c, name) == 0) {
+		expect_res(name, -EINVAL, do_register(&c, &r));
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/*
+ * A COMMIT_AND_FETCH with cmd_req.padding 1: refused as a command, before
+ * it looks the request up, so the request is still there: the same commit
+ * with padding 0 is accepted and stat(2) gets our reply.
+ */
+static void case_commit_cmd_padding(const char *name)
+{
+	struct reply_bend b = { .padded_commit_first = true };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	if (register_all(name, &c, qs) == 0 && stat_round(name, &c, qs, &s, &b, 0) == 0)
+		expect_res(name, -EINVAL, s.padded_commit_res);
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+static void case_reply_ent_padding(const char *name)
+{
+	struct reply_bend b = { .ent_padding = 1 };
 
 	reply_case(name, qmem_good, &b, EINVAL);
 }
@@ -3267,6 +3804,10 @@ static const struct test_case cases[] = {
 	{ "register-before-init-eagain", case_register_before_init },
 	{ "register-without-over-io-uring", case_register_without_over_io_uring },
 	{ "register-after-failed-register", case_register_after_failed_register },
+	{ "register-refused-after-ready-ring-stays", case_register_refused_after_ready },
+	{ "register-cmd-padding", case_register_cmd_padding },
+	{ "register-cmd-padding-iovec", case_register_cmd_padding_iovec },
+	{ "register-init-padding", case_register_init_padding },
 	{ "register-qid-beyond-queues", case_register_qid_beyond_queues },
 	{ "register-without-sqe128", case_register_without_sqe128 },
 	{ "unknown-cmd-op", case_unknown_cmd_op },
@@ -3302,12 +3843,17 @@ static const struct test_case cases[] = {
 	{ "reply-unique-mismatch", case_reply_unique_mismatch },
 	{ "reply-interrupt-bit-einval", case_reply_interrupt_bit },
 	{ "reply-error-positive", case_reply_error_positive },
+	{ "commit-cmd-padding", case_commit_cmd_padding },
+	{ "reply-ent-padding", case_reply_ent_padding },
 	{ "pinned-headers-without-bufring", case_pinned_headers_without_bufring },
 	{ "pinned-buffers-without-bufring", case_pinned_buffers_without_bufring },
 	{ "pinned-headers-misaligned", case_pinned_headers_misaligned },
 	{ "pinned-buffers-misaligned", case_pinned_buffers_misaligned },
 	{ "pinned-memlock-exact-accepted", case_pinned_memlock_exact },
 	{ "pinned-over-memlock", case_pinned_over_memlock },
+	{ "pinned-over-memlock-pins-nothing", case_pinned_over_memlock_pins_nothing },
+	{ "pinned-headers-region-larger-charged-as-used", case_pinned_headers_region_larger },
+	{ "pinned-buffers-region-larger-charged-as-used", case_pinned_buffers_region_larger },
 	{ "control-pinned-every-queue-getattr", case_control_pinned },
 	{ "zero-copy-without-pinned", case_zero_copy_without_pinned },
 	{ "zero-copy-without-pinned-buffers", case_zero_copy_without_pinned_buffers },
@@ -3316,6 +3862,7 @@ static const struct test_case cases[] = {
 	{ "zero-copy-fixed-directions", case_zero_copy_fixed_directions },
 	{ "zero-copy-kvec-read-copied", case_zero_copy_kvec_read_copied },
 	{ "zero-copy-abort-revokes-folios", case_zero_copy_abort_revokes_folios },
+	{ "zero-copy-async-commit-vs-table-update", case_zero_copy_async_commit_vs_table_update },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
