@@ -63,9 +63,10 @@ tests: $(TEST_PROGS)
 $(BUILD)/tests/%: tests/%.c | deps
 	@mkdir -p $(@D)
 	$(LOCKED) $(CC) $(CFLAGS) -static -o $@ $< -luring
-# It speaks the patched uapi (FUSE_URING_BUFRING), like the server.
-$(BUILD)/tests/bufring-register-errors: CFLAGS += -I$(BUILD)/headers/include
-$(BUILD)/tests/bufring-register-errors: $(BUILD)/headers/include/linux/fuse.h
+# These speak the patched uapi (FUSE_URING_BUFRING), like the server.
+UAPI_TESTS := $(BUILD)/tests/bufring-register-errors $(BUILD)/tests/uapi-fuzz
+$(UAPI_TESTS): CFLAGS += -I$(BUILD)/headers/include
+$(UAPI_TESTS): $(BUILD)/headers/include/linux/fuse.h
 
 # The interactive guest runs outside the lock (it would hold every other
 # make for as long as the shell is open); its prerequisites take it.

@@ -36,10 +36,11 @@ size_t page_round_up(size_t len, size_t page)
 
 /* doc: pinned-bytes-begin */
 /*
- * What one queue pins, in bytes. The kernel pins every page a region
- * touches, and the server's regions start on a page boundary (the kernel
- * requires it), so that is the region's length rounded up to pages:
- * queue_depth header slots of 288 bytes, and --nbufs payload buffers.
+ * What one queue pins, in bytes. The kernel pins every page of what the
+ * queue uses of a region: queue_depth header slots of 288 bytes, and the
+ * whole payload buffers (--nbufs here). Our regions are exactly that long
+ * and start on a page boundary (the kernel requires it), so that is each
+ * region's length rounded up to pages.
  */
 size_t pinned_queue_headers_bytes(const struct srv_opts *o, size_t page)
 {

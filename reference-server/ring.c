@@ -216,8 +216,8 @@ static void queue_pin(struct srv_queue *q)
  * A region of queue memory: an anonymous mapping of its own, so it starts
  * on a page boundary, which the kernel requires of a region it pins
  * (-EINVAL otherwise), and shares no page with any other memory of ours.
- * The kernel pins every page the region touches, charges them to our
- * RLIMIT_MEMLOCK (see pinned.c) and keeps them until the connection ends:
+ * The kernel pins the pages of what the queue uses of it, charges them to
+ * our RLIMIT_MEMLOCK (see pinned.c) and keeps them until the connection ends:
  * keep the mapping where it is until then, since what is later mapped at
  * the same address is not what the kernel writes to.
  */
