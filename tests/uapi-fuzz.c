@@ -190,6 +190,8 @@ struct queue {
 	/* iovec mode: per entry */
 	char *ent_hdr[MAX_DEPTH], *ent_payload[MAX_DEPTH];
 	struct iovec iov[MAX_DEPTH][2];
+	char *arena;		/* where the regions are (map_region()) */
+	size_t arena_used;
 	int memfd;		/* zero-copy: the data READ_FIXED reads */
 	unsigned int async_pct;	/* commands issued with IOSQE_ASYNC, in % */
 	bool sharp;		/* zero-copy: io-wq on CPU 0 (see table_chaos()) */
@@ -222,12 +224,27 @@ static struct io_uring_sqe *cmd_sqe(struct queue *q, uint32_t op,
 	return sqe;
 }
 
-static void *map_region(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+/*
+ * Each queue's regions come from an arena of its own: ARENA bytes of
+ * address space reserved PROT_NONE, of which each region makes its pages
+ * readable and writable, one guard page apart. A bent REGISTER points the
+ * kernel past a region (an iovec base moved, a length stretched up to the
+ * 2 GiB import_iovec() allows); it must find nothing there but the arena's
+ * PROT_NONE pages (-EFAULT), never the fuzzer's own memory, which it would
+ * overwrite as the server asked it to.
+ */
+#define ARENA	(4ULL << 30)
 
-	return p == MAP_FAILED ? NULL : p;
+static void *map_region(struct queue *q, size_t len)
+{
+	size_t pages = (len + page_size - 1) / page_size * page_size;
+	char *p = q->arena + q->arena_used;
+
+	if (q->arena_used + pages + page_size > ARENA ||
+	    mprotect(p, pages, PROT_READ | PROT_WRITE) < 0)
+		return NULL;
+	q->arena_used += pages + page_size;
+	return p;
 }
 
 /*
@@ -242,8 +259,8 @@ static int queue_alloc(struct queue *q)
 	q->nbufs = 1 + below(&q->rng, q->depth + 2);
 	if (!q->mode->flags) {
 		for (i = 0; i < q->depth; i++) {
-			q->ent_hdr[i] = map_region(HDR_SZ);
-			q->ent_payload[i] = map_region(q->max_payload);
+			q->ent_hdr[i] = map_region(q, HDR_SZ);
+			q->ent_payload[i] = map_region(q, q->max_payload);
 			if (!q->ent_hdr[i] || !q->ent_payload[i])
 				return -1;
 			q->iov[i][0] = (struct iovec){ q->ent_hdr[i], HDR_SZ };
@@ -255,8 +272,8 @@ static int queue_alloc(struct queue *q)
 	q->headers_len = q->depth * HDR_SZ + below(&q->rng, 2) * page_size;
 	q->payload_len = (size_t)q->nbufs * q->buf_size +
 			 (chance(&q->rng, 30) ? below(&q->rng, q->buf_size) : 0);
-	q->headers = map_region(q->headers_len);
-	q->payload = map_region(q->payload_len);
+	q->headers = map_region(q, q->headers_len);
+	q->payload = map_region(q, q->payload_len);
 	return q->headers && q->payload ? 0 : -1;
 }
 
@@ -722,6 +739,10 @@ static void server(const struct mode *mode, uint64_t seed)
 		q->depth = depth;
 		q->buf_size = buf_size;
 		q->max_payload = max_payload;
+		q->arena = mmap(NULL, ARENA, PROT_NONE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (q->arena == MAP_FAILED)
+			_exit(5);
 		q->memfd = memfd_create("uapi-fuzz", MFD_CLOEXEC);
 		if (q->memfd < 0 || ftruncate(q->memfd, FILE_SIZE) < 0 ||
 		    queue_alloc(q) ||
