@@ -30,9 +30,14 @@ rm -rf "$W"
 mkdir -p "$B" "$M"
 
 SRV_PID=
+OLD_CLOCK=
+OLD_KB=
 cleanup() {
 	[ ! -w /sys/kernel/tracing/events/fuse/fuse_uring_buffer/enable ] ||
 		echo 0 >/sys/kernel/tracing/events/fuse/fuse_uring_buffer/enable
+	# the tracing set-up as it was before this test
+	[ -z "$OLD_CLOCK" ] || echo "$OLD_CLOCK" >/sys/kernel/tracing/trace_clock
+	[ -z "$OLD_KB" ] || echo "$OLD_KB" >/sys/kernel/tracing/buffer_size_kb
 	refsrv_cleanup bufring
 }
 trap cleanup EXIT
@@ -253,8 +258,8 @@ fi
 # ownership in general; it reaches v2's wrap bug (counters that ran freely
 # and, where they wrap at 2^32, lent one buffer to two entries when nbufs
 # is not a power of two) only on a kernel whose counters start near the
-# wrap, as the fix's demonstration did. The global trace clock orders the
-# events of different CPUs.
+# wrap, as the fix's demonstration did. The counter trace clock (one
+# atomic counter for all CPUs) orders the events of different CPUs.
 TRACEFS=/sys/kernel/tracing
 mkdir -p "$TRACEFS"
 mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS"
@@ -262,7 +267,9 @@ BUF_EV=$TRACEFS/events/fuse/fuse_uring_buffer
 if [ ! -w "$BUF_EV/enable" ]; then
 	fail "tracefs has events/fuse/fuse_uring_buffer" "no $BUF_EV/enable"
 else
-	echo global >"$TRACEFS/trace_clock"
+	OLD_CLOCK=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$TRACEFS/trace_clock")
+	OLD_KB=$(cat "$TRACEFS/buffer_size_kb")
+	echo counter >"$TRACEFS/trace_clock"
 	echo 4096 >"$TRACEFS/buffer_size_kb"
 	echo >"$TRACEFS/trace"
 	# before the mount: every selection of this server is seen
@@ -276,9 +283,8 @@ else
 		refsrv_stop "--nbufs=3 buffer owners"
 	fi
 	echo 0 >"$BUF_EV/enable"
-	# (setting the clock clears the trace: keep it first)
+	# (setting the clock clears the trace: keep it first; cleanup sets it)
 	cat "$TRACEFS/trace" >"$W/buffer.trace"
-	echo local >"$TRACEFS/trace_clock"
 	owners=$(awk -v nbufs=3 '/fuse_uring_buffer:/ {
 		for (i = 1; i < NF; i++) {
 			if ($i == "qid") q = $(i + 1)
