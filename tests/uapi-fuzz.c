@@ -195,6 +195,7 @@ struct queue {
 	int memfd;		/* zero-copy: the data READ_FIXED reads */
 	unsigned int async_pct;	/* commands issued with IOSQE_ASYNC, in % */
 	bool sharp;		/* zero-copy: io-wq on CPU 0 (see table_chaos()) */
+	bool protected;		/* a region is not writable (region_chaos()) */
 	pthread_t th;
 };
 
@@ -475,6 +476,36 @@ static int answer(struct queue *q, unsigned int ent, const struct fuse_in_header
 	}
 }
 
+/*
+ * Now and then, take memory the kernel uses away: a region becomes
+ * unreadable or read-only until this server touches it again, and the
+ * kernel copies to and from it meanwhile (requests fetched for other
+ * entries, commits of replies written before).
+ */
+static void region_chaos(struct queue *q)
+{
+	bool headers;
+
+	if (!q->mode->flags || !chance(&q->rng, 2))
+		return;
+	count(&st->region_ops);
+	headers = chance(&q->rng, 50);
+	mprotect(headers ? q->headers : q->payload,
+		 headers ? q->headers_len : q->payload_len,
+		 chance(&q->rng, 50) ? PROT_NONE : PROT_READ);
+	q->protected = true;
+}
+
+/* Before this server reads or writes its regions itself. */
+static void regions_writable(struct queue *q)
+{
+	if (!q->protected)
+		return;
+	mprotect(q->headers, q->headers_len, PROT_READ | PROT_WRITE);
+	mprotect(q->payload, q->payload_len, PROT_READ | PROT_WRITE);
+	q->protected = false;
+}
+
 /* One request in entry ent: answer it, bend the reply now and then, commit. */
 static void serve(struct queue *q, unsigned int ent)
 {
@@ -488,6 +519,7 @@ static void serve(struct queue *q, unsigned int ent)
 
 	if (!hdr)
 		return;
+	regions_writable(q);
 	count(&st->requests);
 	memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out), sizeof(ih));
 	memcpy(op_in, hdr + offsetof(struct fuse_uring_req_header, op_in), sizeof(op_in));
@@ -542,23 +574,6 @@ static void serve(struct queue *q, unsigned int ent)
 	}
 }
 
-/* Now and then, take memory the kernel uses away, or give it back. */
-static void region_chaos(struct queue *q)
-{
-	char *r;
-	size_t len;
-
-	if (!q->mode->flags || !chance(&q->rng, 2))
-		return;
-	count(&st->region_ops);
-	r = chance(&q->rng, 50) ? q->headers : q->payload;
-	len = r == q->headers ? q->headers_len : q->payload_len;
-	switch (below(&q->rng, 3)) {
-	case 0: mprotect(r, len, PROT_NONE); break;
-	case 1: mprotect(r, len, PROT_READ); break;
-	default: mprotect(r, len, PROT_READ | PROT_WRITE); break;
-	}
-}
 
 static void *queue_thread(void *arg)
 {
