@@ -3544,7 +3544,8 @@ static void case_reply_error_positive(const char *name)
  * kernel could give those bytes a meaning without breaking it. Refused with
  * -EINVAL (kernel patch 0004): fuse_uring_cmd(), "if
  * (READ_ONCE(cmd_req->padding)) return -EINVAL;", fuse_uring_register(),
- * "if (READ_ONCE(cmd_req->init.padding)) return -EINVAL;", and
+ * "if (!init_flags_valid(init_flags) || READ_ONCE(cmd_req->init.padding))
+ * return -EINVAL;", and
  * fuse_uring_copy_from_ring(), "if (ring_in_out.padding) return -EINVAL;"
  * (the request ends with it: stat(2) fails with EINVAL). Every case here
  * was accepted before that patch refused it.
