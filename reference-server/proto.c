@@ -288,6 +288,12 @@ void stat_to_fuse_attr(const struct stat *st, struct fuse_attr *a)
  * and FUSE_OVER_IO_URING, which the kernel offers only when the module
  * parameter enable_uring is set: without it the server cannot run, so say
  * so here (-EOPNOTSUPP) rather than hang later in REGISTER.
+ *
+ * The buffer-ring modes also need FUSE_HAS_URING_BUFRING (series patch 14).
+ * A kernel without the series ignores the REGISTER flags and takes a
+ * buffer-ring REGISTER for an iovec one: every entry would then share header
+ * slot 0, silently. So refuse those modes here (-ENOPROTOOPT). The bit is
+ * only offered; the reply need not carry it.
  */
 int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		     unsigned int nr_queues, long page_size,
@@ -304,6 +310,8 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 	offered = in->flags | ((uint64_t)in->flags2 << 32);
 	if (!(offered & FUSE_OVER_IO_URING))
 		return -EOPNOTSUPP;
+	if (mode_uses_bufring(o->mode) && !(offered & FUSE_HAS_URING_BUFRING))
+		return -ENOPROTOOPT;
 
 	wanted = FUSE_INIT_EXT | FUSE_OVER_IO_URING |
 		/* several READs of one file may be in flight (readahead) */

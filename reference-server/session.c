@@ -177,6 +177,16 @@ int session_handle_init(struct srv_session *s)
 			"FUSE_OVER_IO_URING in FUSE_INIT (enable_uring off?)\n");
 		return err;
 	}
+	if (err == -ENOPROTOOPT) {
+		fprintf(stderr, SRV_NAME ": --mode=%s needs a kernel that "
+			"offers FUSE_HAS_URING_BUFRING in FUSE_INIT (the series in "
+			"kernel-patches/), and this one does not: it would take "
+			"each buffer-ring REGISTER for an iovec one, and every "
+			"entry would share header slot 0. Use --mode=iovec, or "
+			"boot the kernel built from kernel-patches/ (vm/run).\n",
+			mode_name(s->opts->mode));
+		return err;
+	}
 	if (err) {
 		fprintf(stderr, SRV_NAME ": unsupported FUSE_INIT %u.%u\n",
 			((const struct fuse_init_in *)r.arg)->major,

@@ -354,6 +354,8 @@ struct conn {
  * sizes max_payload_sz as max(FUSE_MIN_READ_BUFFER, max_write, max_pages
  * pages), which is what main() computes into max_payload.
  */
+static uint64_t init_offered;	/* the flags the last FUSE_INIT offered */
+
 static int answer_init(int fd, bool uring, const char **what)
 {
 	static char buf[INIT_READ_BUF];
@@ -378,6 +380,7 @@ static int answer_init(int fd, bool uring, const char **what)
 	offered = in->flags;
 	if (in->flags & FUSE_INIT_EXT)	/* flags2 is only there with INIT_EXT */
 		offered |= (uint64_t)in->flags2 << 32;
+	init_offered = offered;
 	if (!(offered & FUSE_OVER_IO_URING))
 		return -EOPNOTSUPP;
 
@@ -3799,8 +3802,59 @@ struct test_case {
 	void (*run)(const char *name);
 };
 
+/*
+ * A server must know that the kernel reads the REGISTER flags before it
+ * uses a buffer ring: a kernel without the series takes a buffer-ring
+ * REGISTER for an iovec one, and every entry shares header slot 0. Patch 14
+ * offers FUSE_HAS_URING_BUFRING in FUSE_INIT whenever it offers
+ * FUSE_OVER_IO_URING (fuse_new_init(): "flags |= FUSE_OVER_IO_URING |
+ * FUSE_HAS_URING_BUFRING;"), and neither with enable_uring off.
+ */
+static char set_enable_uring(char value);
+
+static void case_init_offers_has_uring_bufring(const char *name)
+{
+	const char *what;
+	struct conn c;
+	int err;
+
+	if (conn_open(&c, name))
+		return;
+	conn_close(&c);
+	if (!(init_offered & FUSE_HAS_URING_BUFRING)) {
+		fail(name, "FUSE_INIT offered %#llx: FUSE_OVER_IO_URING without "
+		     "FUSE_HAS_URING_BUFRING (%#llx)",
+		     (unsigned long long)init_offered,
+		     (unsigned long long)FUSE_HAS_URING_BUFRING);
+		return;
+	}
+	if (!set_enable_uring('0')) {
+		fail(name, "set-up: cannot write %s", ENABLE_URING);
+		return;
+	}
+	init_offered = 0;
+	if (conn_open_init(&c, name, INIT_LATER) == 0) {
+		err = answer_init(c.fd, false, &what);
+		conn_close(&c);
+		if (err != -EOPNOTSUPP)
+			fail(name, "enable_uring off: FUSE_INIT offered %#llx "
+			     "(answer_init: %d), expected no FUSE_OVER_IO_URING",
+			     (unsigned long long)init_offered, err);
+		else if (init_offered & FUSE_HAS_URING_BUFRING)
+			fail(name, "enable_uring off: FUSE_INIT offered "
+			     "FUSE_HAS_URING_BUFRING (%#llx) without "
+			     "FUSE_OVER_IO_URING",
+			     (unsigned long long)init_offered);
+		else
+			pass(name);
+	}
+	if (!set_enable_uring('1'))
+		fail(name, "clean-up: cannot write %s", ENABLE_URING);
+}
+
 static const struct test_case cases[] = {
 	{ "control-bufring-every-queue-getattr", case_control },
+	{ "init-offers-has-uring-bufring", case_init_offers_has_uring_bufring },
 	{ "unknown-init-flag", case_unknown_flag },
 	{ "register-before-init-eagain", case_register_before_init },
 	{ "register-without-over-io-uring", case_register_without_over_io_uring },

@@ -399,7 +399,8 @@ static void test_init(void)
 	struct srv_opts o = { .queue_depth = 8, .payload_size = 1 << 20 };
 	uint64_t offered = FUSE_ASYNC_READ | FUSE_BIG_WRITES |
 			   FUSE_WRITEBACK_CACHE | FUSE_MAX_PAGES |
-			   FUSE_INIT_EXT | FUSE_OVER_IO_URING;
+			   FUSE_INIT_EXT | FUSE_OVER_IO_URING |
+			   FUSE_HAS_URING_BUFRING;
 	struct fuse_init_in in = {
 		.major = 7, .minor = 45, .max_readahead = 131072,
 		.flags = (uint32_t)offered, .flags2 = (uint32_t)(offered >> 32),
@@ -430,6 +431,30 @@ static void test_init(void)
 	EXPECT_INT("init_without_io_uring_offer_eopnotsupp", -EOPNOTSUPP,
 		   init_reply_build(&in, &o, 2, 4096, &out));
 	in.flags2 = (uint32_t)(offered >> 32);
+
+	/* a kernel without the series: iovec still runs, buffer rings must not */
+	in.flags2 = (uint32_t)((offered & ~FUSE_HAS_URING_BUFRING) >> 32);
+	EXPECT_INT("init_without_bufring_offer_iovec_runs", 0,
+		   init_reply_build(&in, &o, 2, 4096, &out));
+	for (enum srv_mode m = SRV_MODE_BUFRING; m <= SRV_MODE_ZERO_COPY; m++) {
+		char name[96];
+
+		o.mode = m;
+		snprintf(name, sizeof(name),
+			 "init_without_bufring_offer_refuses_%s", mode_name(m));
+		EXPECT_INT(name, -ENOPROTOOPT,
+			   init_reply_build(&in, &o, 2, 4096, &out));
+	}
+	in.flags2 = (uint32_t)(offered >> 32);
+	for (enum srv_mode m = SRV_MODE_BUFRING; m <= SRV_MODE_ZERO_COPY; m++) {
+		char name[96];
+
+		o.mode = m;
+		snprintf(name, sizeof(name),
+			 "init_with_bufring_offer_accepts_%s", mode_name(m));
+		EXPECT_INT(name, 0, init_reply_build(&in, &o, 2, 4096, &out));
+	}
+	o.mode = SRV_MODE_IOVEC;
 	in.major = 8;
 	EXPECT_INT("init_major_8_eproto", -EPROTO,
 		   init_reply_build(&in, &o, 2, 4096, &out));

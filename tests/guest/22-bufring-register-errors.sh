@@ -2,7 +2,8 @@
 # Description: every mistake a server can make when it registers a buffer
 # ring or commits a reply gets its exact errno from the kernel; positive
 # controls show that the well-formed set-up the other cases break carries a
-# request. The connection (REGISTER before the FUSE_INIT reply: EAGAIN; without
+# request. The connection (FUSE_INIT offers FUSE_HAS_URING_BUFRING exactly when
+# it offers FUSE_OVER_IO_URING; REGISTER before the FUSE_INIT reply: EAGAIN; without
 # FUSE_OVER_IO_URING or after a failed REGISTER: EOPNOTSUPP; no SQE128, an
 # unknown op, flag or qid, padding that is not 0: EINVAL; refused once the
 # ring is ready: the ring goes on serving), the buffer ring's geometry, entry ids (out
