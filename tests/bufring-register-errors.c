@@ -878,6 +878,7 @@ struct reply_bend {
 	int32_t error;		/* fuse_out_header.error */
 	bool wrong_qid_first;	/* COMMIT_AND_FETCH on the other queue first */
 	uint16_t ent_padding;	/* ring_ent_in_out.padding: must stay 0 */
+	uint64_t ent_reserved;	/* ring_ent_in_out.reserved: must stay 0 */
 	bool padded_commit_first; /* a COMMIT_AND_FETCH with cmd_req.padding 1 first */
 };
 
@@ -978,6 +979,7 @@ static int serve_getattr(const char *name, struct conn *c,
 		if (b->payload_sz_set)
 			eio.payload_sz = b->payload_sz;
 		eio.padding = b->ent_padding;
+		eio.reserved = b->ent_reserved;
 	}
 	memcpy(hdr + offsetof(struct fuse_uring_req_header, in_out), &oh, sizeof(oh));
 	memcpy(hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
@@ -3622,6 +3624,18 @@ static void case_reply_ent_padding(const char *name)
 	reply_case(name, qmem_good, &b, EINVAL);
 }
 
+/*
+ * The same for ring_ent_in_out.reserved, which the kernel writes as 0 with
+ * every request. Kernel: fuse_uring_copy_from_ring(), "if
+ * (ring_in_out.padding || ring_in_out.reserved) return -EINVAL;".
+ */
+static void case_reply_ent_reserved(const char *name)
+{
+	struct reply_bend b = { .ent_reserved = 1ULL << 63 };
+
+	reply_case(name, qmem_good, &b, EINVAL);
+}
+
 /* ---- fault injection (a kernel with CONFIG_FAULT_INJECTION) -------------- */
 
 #define FAIL_NTH	"/proc/thread-self/fail-nth"
@@ -3900,6 +3914,7 @@ static const struct test_case cases[] = {
 	{ "reply-error-positive", case_reply_error_positive },
 	{ "commit-cmd-padding", case_commit_cmd_padding },
 	{ "reply-ent-padding", case_reply_ent_padding },
+	{ "reply-ent-reserved", case_reply_ent_reserved },
 	{ "pinned-headers-without-bufring", case_pinned_headers_without_bufring },
 	{ "pinned-buffers-without-bufring", case_pinned_buffers_without_bufring },
 	{ "pinned-headers-misaligned", case_pinned_headers_misaligned },
