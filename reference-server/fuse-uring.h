@@ -98,22 +98,19 @@ struct srv_req {
 	size_t out_len;		/* set by the handler */
 };
 
-/* Handlers return 0 or -errno; the caller sends the one reply. */
-typedef int (*srv_handler)(struct srv_req *r);
-
-struct srv_op {
+/* What the protocol says about one opcode (proto.c's table). */
+struct fuse_op_info {
 	const char *name;	/* the uapi name without FUSE_, for --trace */
-	size_t arg_size;	/* sizeof its per-opcode header, 0 if none */
-	srv_handler handler;	/* NULL: answered with -ENOSYS */
-	bool no_reply;		/* FORGET, BATCH_FORGET, INTERRUPT */
+	size_t arg_size;	/* its per-opcode header, 0 if none */
+	bool out_args;		/* the reply has data after fuse_out_header */
+	bool no_reply;		/* FORGET, BATCH_FORGET, INTERRUPT, NOTIFY_REPLY */
 };
 
-const struct srv_op *srv_op_lookup(uint32_t opcode);
+const struct fuse_op_info *fuse_op_info(uint32_t opcode);
 const char *fuse_opcode_name(uint32_t opcode);
 int parse_dev_request(void *buf, size_t n, struct srv_req *r);
 int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
 		       size_t payload_cap, struct srv_req *r);
-bool fuse_op_has_out_args(uint32_t opcode);
 bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr);
 bool req_zero_copied(const struct fuse_uring_req_header *hdr);
 void build_ring_reply(struct fuse_uring_req_header *hdr, uint64_t unique,
@@ -133,7 +130,7 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 
 int ops_init(const char *backing_dir);
 void ops_destroy(void);
-int srv_dispatch(struct srv_req *r, const struct srv_op **op);
+int srv_dispatch(struct srv_req *r);
 
 /* ---- queues and ring entries (ring.c) ---------------------------------- */
 

@@ -497,73 +497,49 @@ static int srv_interrupt(struct srv_req *r)
 }
 
 /*
- * The dispatch table, in the order a session meets the opcodes. arg_size
- * is how far the per-opcode header goes; INIT is answered in session.c.
+ * What this file system does with each opcode, in the order a session
+ * meets them. The sizes and reply shapes are the protocol's, in proto.c.
+ * INIT is answered in session.c; an opcode without a handler gets -ENOSYS.
  */
-static const struct srv_op srv_ops[] = {
-	[FUSE_INIT]	= { "INIT", sizeof(struct fuse_init_in), NULL, false },
-	[FUSE_LOOKUP]	= { "LOOKUP", 0, srv_lookup, false },
-	[FUSE_FORGET]	= { "FORGET", sizeof(struct fuse_forget_in),
-			    srv_forget, true },
-	[FUSE_BATCH_FORGET] = { "BATCH_FORGET",
-				sizeof(struct fuse_batch_forget_in),
-				srv_batch_forget, true },
-	[FUSE_GETATTR]	= { "GETATTR", sizeof(struct fuse_getattr_in),
-			    srv_getattr, false },
-	[FUSE_SETATTR]	= { "SETATTR", sizeof(struct fuse_setattr_in),
-			    srv_setattr, false },
-	[FUSE_OPEN]	= { "OPEN", sizeof(struct fuse_open_in), srv_open, false },
-	[FUSE_CREATE]	= { "CREATE", sizeof(struct fuse_create_in),
-			    srv_create, false },
-	[FUSE_READ]	= { "READ", sizeof(struct fuse_read_in), srv_read, false },
-	[FUSE_WRITE]	= { "WRITE", sizeof(struct fuse_write_in),
-			    srv_write, false },
-	[FUSE_FLUSH]	= { "FLUSH", sizeof(struct fuse_flush_in),
-			    srv_flush, false },
-	[FUSE_FSYNC]	= { "FSYNC", sizeof(struct fuse_fsync_in),
-			    srv_fsync, false },
-	[FUSE_RELEASE]	= { "RELEASE", sizeof(struct fuse_release_in),
-			    srv_release, false },
-	[FUSE_OPENDIR]	= { "OPENDIR", sizeof(struct fuse_open_in),
-			    srv_opendir, false },
-	[FUSE_READDIR]	= { "READDIR", sizeof(struct fuse_read_in),
-			    srv_readdir, false },
-	[FUSE_RELEASEDIR] = { "RELEASEDIR", sizeof(struct fuse_release_in),
-			      srv_releasedir, false },
-	[FUSE_MKDIR]	= { "MKDIR", sizeof(struct fuse_mkdir_in),
-			    srv_mkdir, false },
-	[FUSE_RMDIR]	= { "RMDIR", 0, srv_rmdir, false },
-	[FUSE_UNLINK]	= { "UNLINK", 0, srv_unlink, false },
-	[FUSE_RENAME]	= { "RENAME", sizeof(struct fuse_rename_in),
-			    srv_rename, false },
-	[FUSE_RENAME2]	= { "RENAME2", sizeof(struct fuse_rename2_in),
-			    srv_rename2, false },
-	[FUSE_STATFS]	= { "STATFS", 0, srv_statfs, false },
-	[FUSE_INTERRUPT] = { "INTERRUPT", sizeof(struct fuse_interrupt_in),
-			     srv_interrupt, true },
-	[FUSE_DESTROY]	= { "DESTROY", 0, srv_destroy, false },
-};
+typedef int (*srv_handler)(struct srv_req *r);
 
-/* NULL for an opcode this server does not know at all. */
-const struct srv_op *srv_op_lookup(uint32_t opcode)
-{
-	if (opcode >= sizeof(srv_ops) / sizeof(srv_ops[0]) ||
-	    !srv_ops[opcode].name)
-		return NULL;
-	return &srv_ops[opcode];
-}
+static const srv_handler srv_handlers[] = {
+	[FUSE_LOOKUP]		= srv_lookup,
+	[FUSE_FORGET]		= srv_forget,
+	[FUSE_BATCH_FORGET]	= srv_batch_forget,
+	[FUSE_GETATTR]		= srv_getattr,
+	[FUSE_SETATTR]		= srv_setattr,
+	[FUSE_OPEN]		= srv_open,
+	[FUSE_CREATE]		= srv_create,
+	[FUSE_READ]		= srv_read,
+	[FUSE_WRITE]		= srv_write,
+	[FUSE_FLUSH]		= srv_flush,
+	[FUSE_FSYNC]		= srv_fsync,
+	[FUSE_RELEASE]		= srv_release,
+	[FUSE_OPENDIR]		= srv_opendir,
+	[FUSE_READDIR]		= srv_readdir,
+	[FUSE_RELEASEDIR]	= srv_releasedir,
+	[FUSE_MKDIR]		= srv_mkdir,
+	[FUSE_RMDIR]		= srv_rmdir,
+	[FUSE_UNLINK]		= srv_unlink,
+	[FUSE_RENAME]		= srv_rename,
+	[FUSE_RENAME2]		= srv_rename2,
+	[FUSE_STATFS]		= srv_statfs,
+	[FUSE_INTERRUPT]	= srv_interrupt,
+	[FUSE_DESTROY]		= srv_destroy,
+};
 
 /* doc: dispatch-begin */
 /* Run the handler; anything without one is -ENOSYS, which the kernel
  * remembers per opcode (it will not ask again). */
-int srv_dispatch(struct srv_req *r, const struct srv_op **opp)
+int srv_dispatch(struct srv_req *r)
 {
-	const struct srv_op *op = srv_op_lookup(r->in->opcode);
+	uint32_t opcode = r->in->opcode;
 
-	*opp = op;
-	if (!op || !op->handler)
+	if (opcode >= sizeof(srv_handlers) / sizeof(srv_handlers[0]) ||
+	    !srv_handlers[opcode])
 		return -ENOSYS;
-	return op->handler(r);
+	return srv_handlers[opcode](r);
 }
 /* doc: dispatch-end */
 

@@ -1,55 +1,130 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
- * proto.c: the FUSE wire format, with no I/O: opcode names, splitting a
- * request into header/argument/data, building replies, packing dirents,
- * and the FUSE_INIT negotiation. Pure functions, unit-tested in tests/.
+ * proto.c: the FUSE wire format, with no I/O: what each opcode carries,
+ * splitting a request into header/argument/data, building replies, packing
+ * dirents, and the FUSE_INIT negotiation. Pure functions, unit-tested in
+ * tests/. It knows nothing of the file system (ops.c).
  */
 #include "fuse-uring.h"
 
 #include <errno.h>
 #include <string.h>
 
-/* ---- opcode names, for --trace and error messages ---------------------- */
+/* ---- what the protocol says about each opcode ------------------------- */
 
-static const char *const opcode_names[] = {
-	[FUSE_LOOKUP] = "LOOKUP",	[FUSE_FORGET] = "FORGET",
-	[FUSE_GETATTR] = "GETATTR",	[FUSE_SETATTR] = "SETATTR",
-	[FUSE_READLINK] = "READLINK",	[FUSE_SYMLINK] = "SYMLINK",
-	[FUSE_MKNOD] = "MKNOD",		[FUSE_MKDIR] = "MKDIR",
-	[FUSE_UNLINK] = "UNLINK",	[FUSE_RMDIR] = "RMDIR",
-	[FUSE_RENAME] = "RENAME",	[FUSE_LINK] = "LINK",
-	[FUSE_OPEN] = "OPEN",		[FUSE_READ] = "READ",
-	[FUSE_WRITE] = "WRITE",		[FUSE_STATFS] = "STATFS",
-	[FUSE_RELEASE] = "RELEASE",	[FUSE_FSYNC] = "FSYNC",
-	[FUSE_SETXATTR] = "SETXATTR",	[FUSE_GETXATTR] = "GETXATTR",
-	[FUSE_LISTXATTR] = "LISTXATTR",	[FUSE_REMOVEXATTR] = "REMOVEXATTR",
-	[FUSE_FLUSH] = "FLUSH",		[FUSE_INIT] = "INIT",
-	[FUSE_OPENDIR] = "OPENDIR",	[FUSE_READDIR] = "READDIR",
-	[FUSE_RELEASEDIR] = "RELEASEDIR", [FUSE_FSYNCDIR] = "FSYNCDIR",
-	[FUSE_GETLK] = "GETLK",		[FUSE_SETLK] = "SETLK",
-	[FUSE_SETLKW] = "SETLKW",	[FUSE_ACCESS] = "ACCESS",
-	[FUSE_CREATE] = "CREATE",	[FUSE_INTERRUPT] = "INTERRUPT",
-	[FUSE_BMAP] = "BMAP",		[FUSE_DESTROY] = "DESTROY",
-	[FUSE_IOCTL] = "IOCTL",		[FUSE_POLL] = "POLL",
-	[FUSE_NOTIFY_REPLY] = "NOTIFY_REPLY",
-	[FUSE_BATCH_FORGET] = "BATCH_FORGET",
-	[FUSE_FALLOCATE] = "FALLOCATE",	[FUSE_READDIRPLUS] = "READDIRPLUS",
-	[FUSE_RENAME2] = "RENAME2",	[FUSE_LSEEK] = "LSEEK",
-	[FUSE_COPY_FILE_RANGE] = "COPY_FILE_RANGE",
-	[FUSE_SETUPMAPPING] = "SETUPMAPPING",
-	[FUSE_REMOVEMAPPING] = "REMOVEMAPPING",
-	[FUSE_SYNCFS] = "SYNCFS",	[FUSE_TMPFILE] = "TMPFILE",
-	[FUSE_STATX] = "STATX",
-	[FUSE_COPY_FILE_RANGE_64] = "COPY_FILE_RANGE_64",
+/* doc: opcode-table-begin */
+/*
+ * One row per opcode of Linux 7.2, read off its fs/fuse:
+ *
+ * - arg_size: the per-opcode header, in_args[0] when that is a struct (it
+ *   goes to the ring's op_in, and on /dev/fuse comes right after
+ *   fuse_in_header); 0 when the request starts with names or has no
+ *   arguments. SETXATTR's header is 8 bytes unless FUSE_SETXATTR_EXT was
+ *   negotiated, which this server does not ask for.
+ * - out_args: the reply has data after fuse_out_header (out_numargs > 0).
+ *   With a buffer ring this decides whether the kernel lent the request a
+ *   buffer (see bufring_req_has_buf()), so a row that says true wrongly
+ *   makes the server write into a buffer it does not hold.
+ * - no_reply: the kernel expects no answer.
+ *
+ * What the server does with an opcode is in ops.c, not here.
+ */
+static const struct fuse_op_info fuse_op_infos[] = {
+	[FUSE_LOOKUP] = { "LOOKUP", 0, .out_args = true },
+	[FUSE_FORGET] = { "FORGET", sizeof(struct fuse_forget_in),
+			  .no_reply = true },
+	[FUSE_GETATTR] = { "GETATTR", sizeof(struct fuse_getattr_in),
+			   .out_args = true },
+	[FUSE_SETATTR] = { "SETATTR", sizeof(struct fuse_setattr_in),
+			   .out_args = true },
+	[FUSE_READLINK] = { "READLINK", 0, .out_args = true },
+	[FUSE_SYMLINK] = { "SYMLINK", 0, .out_args = true },
+	[FUSE_MKNOD] = { "MKNOD", sizeof(struct fuse_mknod_in),
+			 .out_args = true },
+	[FUSE_MKDIR] = { "MKDIR", sizeof(struct fuse_mkdir_in),
+			 .out_args = true },
+	[FUSE_UNLINK] = { "UNLINK", 0 },
+	[FUSE_RMDIR] = { "RMDIR", 0 },
+	[FUSE_RENAME] = { "RENAME", sizeof(struct fuse_rename_in) },
+	[FUSE_LINK] = { "LINK", sizeof(struct fuse_link_in), .out_args = true },
+	[FUSE_OPEN] = { "OPEN", sizeof(struct fuse_open_in), .out_args = true },
+	[FUSE_READ] = { "READ", sizeof(struct fuse_read_in), .out_args = true },
+	[FUSE_WRITE] = { "WRITE", sizeof(struct fuse_write_in),
+			 .out_args = true },
+	[FUSE_STATFS] = { "STATFS", 0, .out_args = true },
+	[FUSE_RELEASE] = { "RELEASE", sizeof(struct fuse_release_in) },
+	[FUSE_FSYNC] = { "FSYNC", sizeof(struct fuse_fsync_in) },
+	[FUSE_SETXATTR] = { "SETXATTR", FUSE_COMPAT_SETXATTR_IN_SIZE },
+	[FUSE_GETXATTR] = { "GETXATTR", sizeof(struct fuse_getxattr_in),
+			    .out_args = true },
+	[FUSE_LISTXATTR] = { "LISTXATTR", sizeof(struct fuse_getxattr_in),
+			     .out_args = true },
+	[FUSE_REMOVEXATTR] = { "REMOVEXATTR", 0 },
+	[FUSE_FLUSH] = { "FLUSH", sizeof(struct fuse_flush_in) },
+	[FUSE_INIT] = { "INIT", sizeof(struct fuse_init_in), .out_args = true },
+	[FUSE_OPENDIR] = { "OPENDIR", sizeof(struct fuse_open_in),
+			   .out_args = true },
+	[FUSE_READDIR] = { "READDIR", sizeof(struct fuse_read_in),
+			   .out_args = true },
+	[FUSE_RELEASEDIR] = { "RELEASEDIR", sizeof(struct fuse_release_in) },
+	[FUSE_FSYNCDIR] = { "FSYNCDIR", sizeof(struct fuse_fsync_in) },
+	[FUSE_GETLK] = { "GETLK", sizeof(struct fuse_lk_in), .out_args = true },
+	[FUSE_SETLK] = { "SETLK", sizeof(struct fuse_lk_in) },
+	[FUSE_SETLKW] = { "SETLKW", sizeof(struct fuse_lk_in) },
+	[FUSE_ACCESS] = { "ACCESS", sizeof(struct fuse_access_in) },
+	[FUSE_CREATE] = { "CREATE", sizeof(struct fuse_create_in),
+			  .out_args = true },
+	[FUSE_INTERRUPT] = { "INTERRUPT", sizeof(struct fuse_interrupt_in),
+			     .no_reply = true },
+	[FUSE_BMAP] = { "BMAP", sizeof(struct fuse_bmap_in), .out_args = true },
+	[FUSE_DESTROY] = { "DESTROY", 0 },
+	[FUSE_IOCTL] = { "IOCTL", sizeof(struct fuse_ioctl_in),
+			 .out_args = true },
+	[FUSE_POLL] = { "POLL", sizeof(struct fuse_poll_in), .out_args = true },
+	[FUSE_NOTIFY_REPLY] = { "NOTIFY_REPLY",
+				sizeof(struct fuse_notify_retrieve_in),
+				.no_reply = true },
+	[FUSE_BATCH_FORGET] = { "BATCH_FORGET",
+				sizeof(struct fuse_batch_forget_in),
+				.no_reply = true },
+	[FUSE_FALLOCATE] = { "FALLOCATE", sizeof(struct fuse_fallocate_in) },
+	[FUSE_READDIRPLUS] = { "READDIRPLUS", sizeof(struct fuse_read_in),
+			       .out_args = true },
+	[FUSE_RENAME2] = { "RENAME2", sizeof(struct fuse_rename2_in) },
+	[FUSE_LSEEK] = { "LSEEK", sizeof(struct fuse_lseek_in),
+			 .out_args = true },
+	[FUSE_COPY_FILE_RANGE] = { "COPY_FILE_RANGE",
+				   sizeof(struct fuse_copy_file_range_in),
+				   .out_args = true },
+	[FUSE_SETUPMAPPING] = { "SETUPMAPPING",
+				sizeof(struct fuse_setupmapping_in) },
+	[FUSE_REMOVEMAPPING] = { "REMOVEMAPPING",
+				 sizeof(struct fuse_removemapping_in) },
+	[FUSE_SYNCFS] = { "SYNCFS", sizeof(struct fuse_syncfs_in) },
+	[FUSE_TMPFILE] = { "TMPFILE", sizeof(struct fuse_create_in),
+			   .out_args = true },
+	[FUSE_STATX] = { "STATX", sizeof(struct fuse_statx_in),
+			 .out_args = true },
+	[FUSE_COPY_FILE_RANGE_64] = { "COPY_FILE_RANGE_64",
+				      sizeof(struct fuse_copy_file_range_in),
+				      .out_args = true },
 };
+/* doc: opcode-table-end */
+
+/* NULL for an opcode Linux 7.2 does not have. */
+const struct fuse_op_info *fuse_op_info(uint32_t opcode)
+{
+	if (opcode >= sizeof(fuse_op_infos) / sizeof(fuse_op_infos[0]) ||
+	    !fuse_op_infos[opcode].name)
+		return NULL;
+	return &fuse_op_infos[opcode];
+}
 
 const char *fuse_opcode_name(uint32_t opcode)
 {
-	size_t n = sizeof(opcode_names) / sizeof(opcode_names[0]);
+	const struct fuse_op_info *op = fuse_op_info(opcode);
 
-	if (opcode < n && opcode_names[opcode])
-		return opcode_names[opcode];
-	return "UNKNOWN";
+	return op ? op->name : "UNKNOWN";
 }
 
 /* ---- requests --------------------------------------------------------- */
@@ -60,7 +135,7 @@ const char *fuse_opcode_name(uint32_t opcode)
  */
 int parse_dev_request(void *buf, size_t n, struct srv_req *r)
 {
-	const struct srv_op *op;
+	const struct fuse_op_info *op;
 	char *p = buf;
 
 	if (n < sizeof(struct fuse_in_header))
@@ -69,7 +144,7 @@ int parse_dev_request(void *buf, size_t n, struct srv_req *r)
 	if (r->in->len != n)
 		return -EINVAL;
 
-	op = srv_op_lookup(r->in->opcode);
+	op = fuse_op_info(r->in->opcode);
 	r->arg_len = op ? op->arg_size : 0;
 	if (n - sizeof(*r->in) < r->arg_len)
 		return -EINVAL;
@@ -91,14 +166,14 @@ int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
 {
 	const struct fuse_in_header *in = (const void *)hdr->in_out;
 	size_t payload_sz = hdr->ring_ent_in_out.payload_sz;
-	const struct srv_op *op;
+	const struct fuse_op_info *op;
 	size_t arg_len;
 
 	if (payload_sz > payload_cap || in->len < sizeof(*in) + payload_sz)
 		return -EINVAL;
 	/* in->len counts all three parts, so the op header's size falls out */
 	arg_len = in->len - sizeof(*in) - payload_sz;
-	op = srv_op_lookup(in->opcode);
+	op = fuse_op_info(in->opcode);
 	if (arg_len > FUSE_URING_OP_IN_OUT_SZ || (op && arg_len < op->arg_size))
 		return -EINVAL;
 
@@ -113,37 +188,6 @@ int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
 	return 0;
 }
 /* doc: parse-ring-end */
-
-/*
- * Whether the kernel's request for this opcode always has out arguments,
- * i.e. a reply with data after fuse_out_header. Read off Linux 7.2's
- * fs/fuse (args.out_numargs); the opcodes left out reply with the header
- * alone (FLUSH, FSYNC, FSYNCDIR, RELEASE, RELEASEDIR, ACCESS, FALLOCATE,
- * SYNCFS, DESTROY, SETLK, SETLKW, and the name-only ones: UNLINK, RMDIR,
- * RENAME, RENAME2, SETXATTR, REMOVEXATTR) or never reach the ring (FORGET,
- * BATCH_FORGET, INTERRUPT). Err on the side of leaving one out: a
- * request wrongly taken for bufferless only loses its reply data (the unit
- * tests check every opcode whose handler replies with data is here), one
- * wrongly taken for buffered makes the server write to a buffer it does
- * not hold.
- */
-bool fuse_op_has_out_args(uint32_t opcode)
-{
-	switch (opcode) {
-	case FUSE_LOOKUP: case FUSE_GETATTR: case FUSE_SETATTR:
-	case FUSE_READLINK: case FUSE_SYMLINK: case FUSE_MKNOD:
-	case FUSE_MKDIR: case FUSE_LINK: case FUSE_OPEN: case FUSE_READ:
-	case FUSE_WRITE: case FUSE_STATFS: case FUSE_GETXATTR:
-	case FUSE_LISTXATTR: case FUSE_INIT: case FUSE_OPENDIR:
-	case FUSE_READDIR: case FUSE_GETLK: case FUSE_CREATE: case FUSE_BMAP:
-	case FUSE_IOCTL: case FUSE_POLL: case FUSE_READDIRPLUS:
-	case FUSE_LSEEK: case FUSE_COPY_FILE_RANGE: case FUSE_TMPFILE:
-	case FUSE_STATX: case FUSE_COPY_FILE_RANGE_64:
-		return true;
-	default:
-		return false;
-	}
-}
 
 /* doc: bufring-has-buf-begin */
 /*
@@ -160,6 +204,7 @@ bool fuse_op_has_out_args(uint32_t opcode)
 bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
 {
 	const struct fuse_in_header *in = (const void *)hdr->in_out;
+	const struct fuse_op_info *op = fuse_op_info(in->opcode);
 
 	/*
 	 * Zero-copy: the data of a READ or WRITE is not in a buffer, and
@@ -169,8 +214,7 @@ bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
 	 */
 	if (req_zero_copied(hdr))
 		return in->opcode == FUSE_WRITE;
-	return hdr->ring_ent_in_out.payload_sz > 0 ||
-	       fuse_op_has_out_args(in->opcode);
+	return hdr->ring_ent_in_out.payload_sz > 0 || (op && op->out_args);
 }
 /* doc: bufring-has-buf-end */
 

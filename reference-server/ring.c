@@ -576,7 +576,6 @@ static void handle_request(struct srv_ent *ent)
 	uint32_t payload_sz = h->ring_ent_in_out.payload_sz;
 	uint32_t opcode = in->opcode;
 	bool zc = req_zero_copied(h);
-	const struct srv_op *op = NULL;
 	struct io_uring_sqe *sqe;
 	struct srv_req r = { 0 };
 	void *payload;
@@ -614,7 +613,7 @@ static void handle_request(struct srv_ent *ent)
 		if (!err)
 			return;
 	} else if (!err) {
-		err = srv_dispatch(&r, &op);
+		err = srv_dispatch(&r);
 	}
 	if (q->s->opts->trace)
 		trace_ring(ent, opcode, unique, commit_id, r.arg_len,

@@ -207,10 +207,10 @@ int session_handle_init(struct srv_session *s)
 /* A request that arrived on /dev/fuse: same handlers, reply by writev. */
 static void dev_handle(struct srv_session *s, struct srv_req *r)
 {
-	const struct srv_op *op;
+	const struct fuse_op_info *op = fuse_op_info(r->in->opcode);
 	int err, werr = 0;
 
-	err = srv_dispatch(r, &op);
+	err = srv_dispatch(r);
 	if (!op || !op->no_reply) {
 		werr = dev_reply(s, r, err);
 		/* ENOENT: the request was interrupted and is gone; not an error */
