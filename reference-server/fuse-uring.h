@@ -75,6 +75,8 @@ bool mode_pins_headers(enum srv_mode m);
 bool mode_pins_buffers(enum srv_mode m);
 bool mode_zero_copy(enum srv_mode m);
 uint64_t mode_register_flags(enum srv_mode m);
+struct srv_mode_ops;
+const struct srv_mode_ops *mode_ops(enum srv_mode m);
 unsigned int opts_payload_bufs(const struct srv_opts *o);
 size_t opts_queue_payload_bytes(const struct srv_opts *o);
 void print_usage(FILE *f);
@@ -111,8 +113,6 @@ const char *fuse_opcode_name(uint32_t opcode);
 int parse_dev_request(void *buf, size_t n, struct srv_req *r);
 int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
 		       size_t payload_cap, struct srv_req *r);
-bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr);
-bool req_zero_copied(const struct fuse_uring_req_header *hdr);
 void build_ring_reply(struct fuse_uring_req_header *hdr, uint64_t unique,
 		      int error, size_t out_len);
 void build_dev_reply(struct fuse_out_header *oh, uint64_t unique, int error,
@@ -134,54 +134,81 @@ int srv_dispatch(struct srv_req *r);
 
 /* ---- queues and ring entries (ring.c) ---------------------------------- */
 
+struct srv_queue;
+
+/*
+ * The request an entry holds, as the CQE found it. The reply overwrites
+ * in_out and payload_sz in the header slot, so what the reply, the trace
+ * and a later commit (zero-copy) need is kept here, once per request.
+ */
+struct srv_ent_req {
+	uint64_t unique, commit_id;
+	uint32_t opcode;
+	uint32_t payload_sz;		/* ent_in_out.payload_sz of the request */
+	size_t arg_len;			/* its per-opcode header, for --trace */
+	void *payload;			/* its payload buffer, NULL for none */
+	int buf;			/* bufring: buf_id for --trace, -1 none */
+	bool zero_copied;		/* zero-copy: data lent as a fixed buffer */
+};
+
 /*
  * One ring entry: a header slot and a payload buffer the kernel copies to.
  * In iovec mode the buffer is the entry's own; in bufring mode the kernel
  * lends one of the queue's buffers per request (or none), so it is found
  * anew in every request's ent_in_out.buf_id.
  */
-enum srv_ent_state {
-	/* Allocated, not yet handed to the kernel */
-	ENT_IDLE,
-	/* REGISTER or COMMIT_AND_FETCH is queued: waiting for a request */
-	ENT_IN_KERNEL,
-	/* Its CQE arrived: the entry holds a request the server is handling */
-	ENT_IN_SERVER,
-	/*
-	 * Zero-copy: its request's READ_FIXED/WRITE_FIXED is in flight; the
-	 * commit waits for that CQE (see zero-copy-fixed-io in ring.c)
-	 */
-	ENT_FIXED_IO,
-	/* The kernel ended the command with an error (teardown): never reused */
-	ENT_DEAD,
-};
-
-struct srv_queue;
-
 struct srv_ent {
 	struct srv_queue *queue;
 	unsigned int id;			/* index in queue->ents */
-	enum srv_ent_state state;
+	bool dead;				/* the kernel ended its command */
 	uint32_t last_cmd;			/* FUSE_IO_URING_CMD_*, for messages */
 	struct fuse_uring_req_header *header;	/* its slot: headers_mem + id */
 	void *payload;				/* iovec mode: its own buffer */
-	/*
-	 * ENT_FIXED_IO: what the reply needs once the fixed op completes.
-	 * The header slot still holds the request (the kernel does not touch
-	 * it until we commit), but the reply overwrites in_out, so keep it.
-	 */
-	struct {
-		uint32_t opcode;		/* FUSE_READ or FUSE_WRITE */
-		uint64_t unique, commit_id;
-		size_t arg_len;			/* for --trace */
-		void *payload;			/* WRITE: buffer buf_id, for fuse_write_out */
-		int buf;			/* its id for --trace, -1 for none */
-	} fixed;
+	struct srv_ent_req req;			/* the request it holds */
 	/*
 	 * REGISTER hands the kernel this array's address; it must stay put.
 	 * iovec: this entry's header and payload; bufring: the queue's regions.
 	 */
 	struct iovec iov[2];
+};
+
+/* doc: user-data-begin */
+/*
+ * What a CQE completes, from its user_data. Entries are 8-byte aligned,
+ * so the low bit of an entry's address is free to say which of its
+ * operations it was:
+ *
+ *   UD_STOP (0)         the poll on the stop eventfd
+ *   ent                 a FUSE command of ent: REGISTER, COMMIT_AND_FETCH
+ *   ent | UD_MODE_IO    an operation of the mode's own for ent (zero-copy:
+ *                       READ_FIXED/WRITE_FIXED)
+ */
+#define UD_STOP 0
+#define UD_MODE_IO 1ULL
+/* doc: user-data-end */
+
+/*
+ * What a mode adds to ring.c's stock life-cycle: one per rung of the
+ * ladder, defined with its code (iovec.c, bufring.c, zero-copy.c). ring.c
+ * calls these and knows no mode by name. NULL hooks do nothing.
+ */
+struct srv_mode_ops {
+	/* set ent->iov[] (what REGISTER names) and ent->payload */
+	void (*ent_init)(struct srv_ent *ent);
+	/* more set-up of the queue's ring, once it exists */
+	int (*ring_init)(struct srv_queue *q, const char **what);
+	/* REGISTER's fields beyond the iovec pair */
+	void (*prep_register)(struct io_uring_sqe *sqe, struct srv_ent *ent);
+	/* where ent's request has its payload: ent->req.payload and .buf */
+	int (*find_payload)(struct srv_ent *ent);
+	/*
+	 * Serve the request itself instead of the file system's handler, and
+	 * commit later: true if it did. false with *err set: reply *err now.
+	 */
+	bool (*take_request)(struct srv_ent *ent, const struct srv_req *r,
+			     int *err);
+	/* the CQE of an operation it tagged ent | UD_MODE_IO */
+	void (*mode_io_done)(struct srv_ent *ent, int res);
 };
 
 struct srv_session;
@@ -195,7 +222,7 @@ struct srv_queue {
 	bool registering;		/* in queue_register(): errors are its */
 	int reg_err;			/* first REGISTER error, -errno */
 	struct srv_ent *ents;
-	unsigned int live_ents;		/* entries not ENT_DEAD */
+	unsigned int live_ents;		/* entries not dead */
 	void *headers_mem, *payload_mem;	/* mmap()ed: page-aligned */
 	size_t headers_size, payload_mem_size;	/* what the kernel may use */
 	size_t headers_map_size;		/* headers_size, page-rounded */
@@ -214,6 +241,7 @@ struct srv_session {
 	unsigned int nr_queues;
 	long page_size;
 	struct srv_queue *queues;
+	const struct srv_mode_ops *ops;	/* the mode's hooks (mode_ops()) */
 
 	/*
 	 * Start-up hand-shake between main and the queue threads, under lock:
@@ -241,7 +269,7 @@ void session_unmount(struct srv_session *s, bool requested);
 void session_teardown(struct srv_session *s);
 void srv_trace_dev(const struct srv_req *r, int err);
 
-/* pinned.c: what pinned and zero-copy modes need, checked before mounting */
+/* preflight.c: what a mode needs of the system, checked before mounting */
 size_t page_round_up(size_t len, size_t page);
 size_t pinned_queue_headers_bytes(const struct srv_opts *o, size_t page);
 size_t pinned_queue_payload_bytes(const struct srv_opts *o, size_t page);
@@ -252,15 +280,31 @@ void memlock_message(char *buf, size_t len, const struct srv_opts *o,
 		     unsigned int nr_queues, size_t page, uint64_t limit);
 int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin);
 bool srv_capable(int cap);
-int pinned_preflight(struct srv_opts *o, unsigned int nr_queues, size_t page);
-void pinned_enomem_message(const struct srv_opts *o, unsigned int nr_queues,
-			   size_t page);
+int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page);
+void explain_register_error(const struct srv_session *s, int err);
 
-/* ring.c */
+/* ring.c: the stock life-cycle of every queue */
 int cpu_list_count(const char *list);
 int ring_count_possible_cpus(void);
 int ring_start_queues(struct srv_session *s);
 int ring_register_all(struct srv_session *s);
 void ring_stop_queues(struct srv_session *s);
+
+/* sqe.c: the SQEs ring.c and the modes submit, and the --trace line */
+struct io_uring_sqe *queue_sqe(struct srv_queue *q);
+void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
+		   uint32_t cmd_op, uint64_t commit_id);
+const char *cmd_name(uint32_t cmd_op);
+void trace_ring(const struct srv_ent *ent, size_t out_len, int err);
+
+/* the modes: iovec.c (stock 7.2), bufring.c (0004-0006), zero-copy.c (0008) */
+extern const struct srv_mode_ops iovec_ops;
+extern const struct srv_mode_ops bufring_ops;
+extern const struct srv_mode_ops zero_copy_ops;
+void bufring_ent_init(struct srv_ent *ent);
+void bufring_prep_register(struct io_uring_sqe *sqe, struct srv_ent *ent);
+int bufring_find_payload(struct srv_ent *ent);
+bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr);
+bool req_zero_copied(const struct fuse_uring_req_header *hdr);
 
 #endif /* FUSE_URING_H */

@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 	 */
 	nr_queues = ring_count_possible_cpus();
 	if (nr_queues > 0 &&
-	    pinned_preflight(&o, (unsigned int)nr_queues, (size_t)s.page_size)) {
+	    preflight(&o, (unsigned int)nr_queues, (size_t)s.page_size)) {
 		ops_destroy();
 		return 1;
 	}

@@ -189,47 +189,6 @@ int parse_ring_request(struct fuse_uring_req_header *hdr, void *payload,
 }
 /* doc: parse-ring-end */
 
-/* doc: bufring-has-buf-begin */
-/*
- * Bufring mode: did the kernel lend this request a payload buffer? It
- * lends one only to a request with payload (fuse_uring_req_has_payload()):
- * arguments after the op header, which arrive in the buffer and so make
- * payload_sz > 0, or out arguments, the reply's data, which the server
- * writes there. Any other request gets no buffer, and ent_in_out.buf_id
- * cannot say so: the kernel then reports the zeroed id of "no buffer",
- * 0, which is also the first buffer's id. So decide by what the request
- * is; buffer 0 may meanwhile belong to another entry, and a server that
- * wrote there would corrupt that entry's request.
- */
-bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
-{
-	const struct fuse_in_header *in = (const void *)hdr->in_out;
-	const struct fuse_op_info *op = fuse_op_info(in->opcode);
-
-	/*
-	 * Zero-copy: the data of a READ or WRITE is not in a buffer, and
-	 * needs none (fuse_uring_req_has_payload()). A READ then has nothing
-	 * else to carry; a WRITE still has its reply, fuse_write_out, for
-	 * which it gets a buffer, although payload_sz counts its data.
-	 */
-	if (req_zero_copied(hdr))
-		return in->opcode == FUSE_WRITE;
-	return hdr->ring_ent_in_out.payload_sz > 0 || (op && op->out_args);
-}
-/* doc: bufring-has-buf-end */
-
-/*
- * Zero-copy mode: the kernel marks a request whose data it lent as a
- * fixed buffer (FUSE_URING_ENT_ZERO_COPY, kernel-patches/0008). Only a
- * READ or WRITE whose data is in folios gets the mark; one on an
- * ITER_KVEC buffer (kernel_read(), kernel_write()) is copied through the
- * payload buffer as in pinned-buffers mode.
- */
-bool req_zero_copied(const struct fuse_uring_req_header *hdr)
-{
-	return hdr->ring_ent_in_out.flags & FUSE_URING_ENT_ZERO_COPY;
-}
-
 /*
  * A request's names are NUL-terminated strings in data. Return the one that
  * starts skip bytes in; -EINVAL if it runs off the end.

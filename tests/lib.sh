@@ -13,8 +13,9 @@ report() {
 }
 
 # pass NAME / fail NAME WHY: report a result decided by the caller.
-pass() { report "ok $1"; }
-fail() { report "not ok $1: $2"; FAILED=$((${FAILED:-0} + 1)); }
+# LAB_CHECK_PREFIX names a second run of the same checks (tests/guest/26).
+pass() { report "ok ${LAB_CHECK_PREFIX:-}$1"; }
+fail() { report "not ok ${LAB_CHECK_PREFIX:-}$1: $2"; FAILED=$((${FAILED:-0} + 1)); }
 
 # check NAME CMD...: ok when CMD exits 0; on failure show its last output.
 check() {

@@ -87,7 +87,7 @@ check_eq "no mount left after the refusals" "none" "$(mount_type "$M")"
 LOG=$W/trace.log
 if mount_bufring "$LOG" 3 --trace; then
 	check_eq "each of the $NQ queues registered its two regions" "$NQ" \
-		"$(grep -c "^trace ring q=[0-9]* registered $DEPTH entries (mode bufring: headers=$((DEPTH * 288)) B, payload=3 x $MIB B)\$" "$LOG")"
+		"$(grep -c "^trace ring q=[0-9]* registered $DEPTH entries (mode bufring, flags 0x1: iov\\[0\\] $((DEPTH * 288)) B, iov\\[1\\] $((3 * MIB)) B)\$" "$LOG")"
 
 	head -c $((2 * MIB)) /dev/urandom >"$W/a.bin"
 	head -c 100000 /dev/urandom >"$W/b.bin"

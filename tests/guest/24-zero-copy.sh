@@ -88,8 +88,8 @@ if ! refsrv_start "$LOG" --mode=zero-copy --queue-depth=$DEPTH --trace; then
 	exit 1
 fi
 pass "zero-copy mount"
-check_eq "each queue registered with a fixed-buffer table" "$NQ" \
-	"$(grep -c "^trace ring q=[0-9]* registered $DEPTH entries (mode zero-copy: headers=$((DEPTH * 288)) B, payload=$DEPTH x $MIB B, fixed-buffer table)\$" "$LOG")"
+check_eq "each queue registered its regions with all four flags" "$NQ" \
+	"$(grep -c "^trace ring q=[0-9]* registered $DEPTH entries (mode zero-copy, flags 0xf: iov\\[0\\] $((DEPTH * 288)) B, iov\\[1\\] $((DEPTH * MIB)) B)\$" "$LOG")"
 need=$((NQ * (4096 + DEPTH * MIB)))
 check_eq "VmPin: both regions of every queue, as pinned-buffers ($((need / 1024)) kB)" \
 	"$((need / 1024))" "$(vmpin_kb "$SRV_PID")"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
- * pinned.c: what the pinned modes and zero-copy ask of the system, checked
- * before anything is mounted.
+ * preflight.c: what a mode asks of the system, checked before anything is
+ * mounted, and what each errno of a refused REGISTER means.
  *
  * pinned-headers, pinned-buffers and zero-copy make the kernel pin each
  * queue's regions when the queue's first REGISTER arrives
@@ -15,10 +15,11 @@
  *
  * Zero-copy (kernel-patches/0008) hands the server the callers' own pages,
  * which is why its REGISTER needs CAP_SYS_ADMIN (-EPERM otherwise): that
- * too is checked up front, with --fallback to pinned-buffers.
+ * too is checked up front. Without it the server refuses to start, or,
+ * with --fallback, says so and runs in pinned-buffers mode.
  *
  * The arithmetic is pure and unit-tested (tests/unit.c); srv_capable()
- * and pinned_preflight() ask the system.
+ * and preflight() ask the system.
  */
 #include "fuse-uring.h"
 
@@ -151,7 +152,7 @@ bool srv_capable(int cap)
  * queue pins, unless we have CAP_IPC_LOCK. 0, or -EPERM/-ENOMEM after
  * one message on stderr.
  */
-int pinned_preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
+int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
 {
 	struct rlimit rl;
 	char msg[512];
@@ -189,8 +190,8 @@ int pinned_preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
  * until its connection is torn down). With CAP_IPC_LOCK there is no such
  * check, and it is memory that ran out.
  */
-void pinned_enomem_message(const struct srv_opts *o, unsigned int nr_queues,
-			   size_t page)
+static void pinned_enomem_message(const struct srv_opts *o,
+				  unsigned int nr_queues, size_t page)
 {
 	uint64_t need = pinned_total_bytes(o, nr_queues, page);
 	struct rlimit rl;
@@ -206,4 +207,40 @@ void pinned_enomem_message(const struct srv_opts *o, unsigned int nr_queues,
 	fprintf(stderr, SRV_NAME ": the kernel refused to pin the queue memory "
 		"(ENOMEM; it counts every process of the user against the "
 		"limit): %s\n", msg);
+}
+
+/*
+ * Every queue's REGISTERs are in, and one was refused with err: say what
+ * that errno means for this mode, once, on stderr.
+ */
+void explain_register_error(const struct srv_session *s, int err)
+{
+	const struct srv_opts *o = s->opts;
+
+	if (err == -EOPNOTSUPP)
+		fprintf(stderr, SRV_NAME ": the kernel refused "
+			"FUSE_IO_URING_CMD_REGISTER (EOPNOTSUPP): FUSE over "
+			"io_uring is disabled or missing\n");
+	else if (err == -ENOMEM && mode_pins_headers(o->mode))
+		pinned_enomem_message(o, s->nr_queues, (size_t)s->page_size);
+	else if (err == -EPERM && mode_zero_copy(o->mode))
+		fprintf(stderr, SRV_NAME ": the kernel refused zero-copy "
+			"(EPERM): it needs CAP_SYS_ADMIN in the initial user "
+			"namespace; run with it, or use --mode=pinned-buffers\n");
+	else if (err == -EINVAL && mode_pins_headers(o->mode))
+		fprintf(stderr, SRV_NAME ": the kernel refused "
+			"FUSE_IO_URING_CMD_REGISTER with flags %#llx (EINVAL): "
+			"it lacks --mode=%s (pinned headers: kernel-patches/0005, "
+			"pinned buffers: 0006, zero-copy: 0008), or it refused "
+			"the regions\n",
+			(unsigned long long)mode_register_flags(o->mode),
+			mode_name(o->mode));
+	else if (err == -EINVAL && mode_uses_bufring(o->mode))
+		fprintf(stderr, SRV_NAME ": the kernel refused "
+			"FUSE_IO_URING_CMD_REGISTER with FUSE_URING_BUFRING "
+			"(EINVAL): it has no buffer rings as kernel-patches/0004 "
+			"defines them, or it refused the regions\n");
+	else
+		fprintf(stderr, SRV_NAME ": %s: %s\n", s->setup_err_what,
+			strerror(-err));
 }

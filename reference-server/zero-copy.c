@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * zero-copy.c: the last rung (kernel-patches/0008), pinned-buffers plus
+ * FUSE_URING_ZERO_COPY. The data of a READ or WRITE stays in the caller's
+ * folios: the kernel registers them in the queue's ring as the fixed buffer
+ * at the entry's id, and the server moves the data itself with
+ * READ_FIXED/WRITE_FIXED. What this adds to the buffer ring: a sparse
+ * fixed-buffer table per ring, and one more step before such a request's
+ * commit.
+ */
+#include "fuse-uring.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* doc: fixed-table-begin */
+/*
+ * The kernel lends a READ's or WRITE's folios to us as the fixed buffer
+ * whose index is the entry's id, in the buffer table of the ring that
+ * entry's commands come on. So this ring needs a table of queue_depth
+ * slots, empty (sparse: no memory of ours in it), and its own: another
+ * queue's entry ids are the same numbers. Without it every zero-copy READ
+ * and WRITE would fail with -EINVAL.
+ */
+static int zero_copy_ring_init(struct srv_queue *q, const char **what)
+{
+	*what = "io_uring_register_buffers_sparse";
+	return io_uring_register_buffers_sparse(&q->ring,
+						q->s->opts->queue_depth);
+}
+/* doc: fixed-table-end */
+
+/* doc: zero-copy-fixed-io-begin */
+/*
+ * A READ or WRITE marked FUSE_URING_ENT_ZERO_COPY brings no data in a
+ * payload buffer. The kernel has registered the request's folios (page
+ * cache, or the pages of a process doing direct I/O) in this queue's ring,
+ * as the fixed buffer whose index is the entry's id, and the server moves
+ * the data itself, straight between those folios and the backing file,
+ * with one io_uring operation:
+ *
+ * - WRITE: IORING_OP_WRITE_FIXED on the backing fd reads the buffer;
+ *   READ: IORING_OP_READ_FIXED fills it. The kernel registered a write's
+ *   folios IO_IMU_SOURCE, which only operations that read from the buffer
+ *   may use, and a read's IO_IMU_DEST, for operations that write to it:
+ *   the other way round fails with -EFAULT, as does an empty slot.
+ * - buf_index is the entry id. addr is an offset into the buffer, and
+ *   byte 0 of the buffer is the first byte of the request's data, so
+ *   addr = 0 and len = the request's size; the file offset is the
+ *   request's offset, as with pread/pwrite.
+ * - The commit waits for that operation's CQE. Committing ends the
+ *   request: the kernel unregisters the buffer, and the caller goes on
+ *   with its pages, a reader before its data arrived, a writer free to
+ *   reuse memory we are still reading. So zero_copy_io_done() commits,
+ *   on this same ring: the kernel unregisters the buffer only through the
+ *   ring it registered it in.
+ */
+static bool zero_copy_take_request(struct srv_ent *ent,
+				   const struct srv_req *r, int *err)
+{
+	struct srv_queue *q = ent->queue;
+	struct io_uring_sqe *sqe;
+
+	if (!req_zero_copied(ent->header))
+		return false;	/* copied as usual: the stock path serves it */
+	ent->req.zero_copied = true;
+	if (r->in->opcode == FUSE_READ) {
+		const struct fuse_read_in *in = r->arg;
+
+		sqe = queue_sqe(q);
+		io_uring_prep_read_fixed(sqe, (int)in->fh, NULL, in->size,
+					 in->offset, (int)ent->id);
+	} else if (r->in->opcode == FUSE_WRITE && ent->req.payload) {
+		const struct fuse_write_in *in = r->arg;
+
+		sqe = queue_sqe(q);
+		io_uring_prep_write_fixed(sqe, (int)in->fh, NULL, in->size,
+					  in->offset, (int)ent->id);
+	} else {
+		/* only READ and WRITE are marked; a WRITE has a reply buffer */
+		*err = -EPROTO;
+		return false;
+	}
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)ent | UD_MODE_IO);
+	return true;
+}
+
+/*
+ * The fixed operation's CQE: res is the bytes moved or -errno. Now reply,
+ * as pread()/pwrite() would have: a READ's reply data is already in the
+ * caller's folios, so its payload_sz is just their count (nothing to copy
+ * into a buffer); a WRITE's is struct fuse_write_out in the payload
+ * buffer the kernel lent it, as usual. Then commit, and fetch the next.
+ */
+static void zero_copy_io_done(struct srv_ent *ent, int res)
+{
+	struct srv_queue *q = ent->queue;
+	struct fuse_write_out *wo;
+	int err = res < 0 ? res : 0;
+	size_t out_len = 0;
+
+	if (!ent->req.zero_copied) {
+		fprintf(stderr, SRV_NAME ": queue %u entry %u: a fixed-buffer "
+			"CQE for a request that is not zero-copied (bug)\n",
+			q->qid, ent->id);
+		abort();
+	}
+	if (!err && ent->req.opcode == FUSE_WRITE) {
+		wo = ent->req.payload;
+		memset(wo, 0, sizeof(*wo));
+		wo->size = (uint32_t)res;
+		out_len = sizeof(*wo);
+	} else if (!err) {
+		out_len = (size_t)res;	/* READ: already in place */
+	}
+	if (q->s->opts->trace)
+		trace_ring(ent, out_len, err);
+	build_ring_reply(ent->header, ent->req.unique, err, out_len);
+	prep_fuse_cmd(queue_sqe(q), ent, FUSE_IO_URING_CMD_COMMIT_AND_FETCH,
+		      ent->req.commit_id);
+}
+/* doc: zero-copy-fixed-io-end */
+
+/* the buffer ring's hooks, and the fixed-buffer steps */
+const struct srv_mode_ops zero_copy_ops = {
+	.ent_init = bufring_ent_init,
+	.ring_init = zero_copy_ring_init,
+	.prep_register = bufring_prep_register,
+	.find_payload = bufring_find_payload,
+	.take_request = zero_copy_take_request,
+	.mode_io_done = zero_copy_io_done,
+};
