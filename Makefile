@@ -70,7 +70,7 @@ $(BUILD)/tests/%: tests/%.c | deps
 # These speak the patched uapi (FUSE_URING_BUFRING), like the server.
 UAPI_TESTS := $(BUILD)/tests/bufring-register-errors $(BUILD)/tests/uapi-fuzz
 $(UAPI_TESTS): CFLAGS += -I$(BUILD)/headers/include
-$(UAPI_TESTS): $(BUILD)/headers/include/linux/fuse.h
+$(UAPI_TESTS): $(BUILD)/headers/include/linux/fuse.h tests/kernel-log.h
 
 # The interactive guest runs outside the lock (it would hold every other
 # make for as long as the shell is open); its prerequisites take it.

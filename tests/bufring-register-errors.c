@@ -124,6 +124,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernel-log.h"
+
 #define MNT_DEFAULT	"/tmp/bufring-register-errors-mnt"
 #define ENABLE_URING	"/sys/module/fuse/parameters/enable_uring"
 #define CPUS_POSSIBLE	"/sys/devices/system/cpu/possible"
@@ -205,83 +207,29 @@ static int fail(const char *name, const char *fmt, ...)
 /* ---- the kernel log, per case -------------------------------------------- */
 
 /*
- * What a broken kernel prints: a case that makes the kernel log one of these
- * has failed, whatever its errno said. The same list as tests/guest/run's
- * SPLATS, and the debug kernel's checkers (KFENCE, lockdep, might_sleep).
- */
-static const char *const kernel_splats[] = {
-	"BUG:", "WARNING:", "Oops", "Kernel panic", "general protection fault",
-	"KASAN:", "UBSAN:", "KFENCE:", "kmemleak:", "list_add corruption",
-	"list_del corruption", "refcount_t:", "INFO: task",
-	"blocked for more than", "possible circular locking",
-	"inconsistent lock state",
-	"sleeping function called from invalid context",
-};
-
-/*
- * Not a broken kernel: kmemleak's own allocation failed under fault
- * injection (fault-inject-*), and it falls back to scanning the whole
- * object. Also skipped by tests/guest/run and tests/guest/22.
- */
-#define FAULT_INJECTION_ARTIFACT "kmemleak: Cannot allocate a scan area"
-
-/*
- * Before a case: a /dev/kmsg reader positioned after the last record, or -1
- * (errno set). Each read(2) of it returns one record.
- */
-static int kmsg_mark(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd >= 0 && lseek(fd, 0, SEEK_END) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
  * After a case: read the records logged since kmsg_mark(), print each as
- * "# kernel: ...", and FAIL the case on the first that matches
- * kernel_splats[]. A record is "prio,seq,usec,flags;text\n" followed by
- * " KEY=value" lines; only the text is looked at. Closes fd.
+ * "# kernel: ...", and FAIL the case on the first that reports a broken
+ * kernel (kernel_splat(), tests/kernel-log.h). Closes fd.
  */
 static void kmsg_check(const char *name, int fd)
 {
-	char rec[8192], *text, *end;
-	bool bad = false;
-	ssize_t n;
-	size_t i;
+	char rec[8192];
+	const char *text;
+	bool bad = false, lost = false;
 
 	if (fd < 0) {
 		fail(name, "cannot read the kernel log: /dev/kmsg: %s", strerror(errno));
 		return;
 	}
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE) {	/* records overwritten: go on */
-			printf("# kernel: (some records were lost)\n");
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;		/* EAGAIN: no more records */
-		rec[n] = '\0';
-		text = strchr(rec, ';');
-		text = text ? text + 1 : rec;
-		end = strchr(text, '\n');
-		if (end)
-			*end = '\0';
+	while ((text = kmsg_next(fd, rec, sizeof(rec), &lost))) {
 		printf("# kernel: %s\n", text);
-		if (strstr(text, FAULT_INJECTION_ARTIFACT))
-			continue;
-		for (i = 0; !bad && i < sizeof(kernel_splats) / sizeof(kernel_splats[0]); i++)
-			if (strstr(text, kernel_splats[i])) {
-				fail(name, "the kernel logged \"%s\"", text);
-				bad = true;
-			}
+		if (!bad && kernel_splat(text)) {
+			fail(name, "the kernel logged \"%s\"", text);
+			bad = true;
+		}
 	}
+	if (lost)
+		printf("# kernel: (some records were lost)\n");
 	close(fd);
 }
 
@@ -3950,31 +3898,6 @@ static const struct test_case fault_cases[] = {
 
 
 /* ---- set-up of the whole run -------------------------------------------- */
-
-/* The number of possible CPUs, from a list like "0-1" or "0,2-3". */
-static unsigned int count_possible_cpus(void)
-{
-	unsigned int n = 0, lo, hi;
-	FILE *f = fopen(CPUS_POSSIBLE, "r");
-	int c;
-
-	if (!f)
-		return 0;
-	while (fscanf(f, "%u", &lo) == 1) {
-		hi = lo;
-		c = fgetc(f);
-		if (c == '-') {
-			if (fscanf(f, "%u", &hi) != 1)
-				break;
-			c = fgetc(f);
-		}
-		n += hi - lo + 1;
-		if (c != ',')
-			break;
-	}
-	fclose(f);
-	return n;
-}
 
 /* Write enable_uring; returns the old value ('Y'/'N'), or 0 on failure. */
 static char set_enable_uring(char value)

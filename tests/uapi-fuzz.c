@@ -74,6 +74,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernel-log.h"
+
 #define MNT_DEFAULT	"/tmp/uapi-fuzz-mnt"
 #define ENABLE_URING	"/sys/module/fuse/parameters/enable_uring"
 #define FUSECTL		"/sys/fs/fuse/connections"
@@ -83,15 +85,6 @@
 #define NFILES		4
 #define FILE_SIZE	(64 * 1024)
 #define EXIT_MS		30000	/* after the end, every process must be gone */
-
-/* What a kernel says when something is wrong with it. */
-static const char *const kernel_splats[] = {
-	"BUG:", "WARNING:", "Oops", "Kernel panic", "general protection fault",
-	"blocked for more than", "UBSAN:", "KASAN:", "KFENCE:", "kmemleak:",
-	"list_add corruption", "list_del corruption", "refcount_t:",
-	"INFO: task", "possible circular locking", "inconsistent lock state",
-	"sleeping function called from invalid context",
-};
 
 /* ---- the generator: splitmix64, one state per thread ------------------ */
 
@@ -865,41 +858,17 @@ static long now_ms(void)
 	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static int kmsg_mark(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd >= 0 && lseek(fd, 0, SEEK_END) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* The first kernel report since kmsg_mark() into report (empty if none). */
 static void kmsg_report(int fd, char *report, size_t len)
 {
-	char rec[8192], *text, *end;
-	ssize_t n;
-	size_t i;
+	char rec[8192];
+	const char *text;
+	bool lost = false;
 
 	report[0] = '\0';
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && (errno == EPIPE || errno == EINTR))
-			continue;
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		text = strchr(rec, ';');
-		text = text ? text + 1 : rec;
-		end = strchr(text, '\n');
-		if (end)
-			*end = '\0';
-		for (i = 0; !report[0] && i < sizeof(kernel_splats) / sizeof(kernel_splats[0]); i++)
-			if (strstr(text, kernel_splats[i]))
-				snprintf(report, len, "%.400s", text);
-	}
+	while ((text = kmsg_next(fd, rec, sizeof(rec), &lost)))
+		if (!report[0] && kernel_splat(text))
+			snprintf(report, len, "%.400s", text);
 	close(fd);
 }
 
@@ -1032,30 +1001,6 @@ static int episode(const struct mode *mode, uint64_t seed, char *why, size_t len
 			snprintf(why, len, "the kernel logged \"%s\"", report);
 	}
 	return why[0] ? -1 : 0;
-}
-
-static unsigned int count_possible_cpus(void)
-{
-	unsigned int n = 0, lo, hi;
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
-	int c;
-
-	if (!f)
-		return 0;
-	while (fscanf(f, "%u", &lo) == 1) {
-		hi = lo;
-		c = fgetc(f);
-		if (c == '-') {
-			if (fscanf(f, "%u", &hi) != 1)
-				break;
-			c = fgetc(f);
-		}
-		n += hi - lo + 1;
-		if (c != ',')
-			break;
-	}
-	fclose(f);
-	return n;
 }
 
 static void usage(void)
