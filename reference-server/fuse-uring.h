@@ -160,7 +160,6 @@ struct srv_ent_req {
 struct srv_ent {
 	struct srv_queue *queue;
 	unsigned int id;			/* index in queue->ents */
-	bool dead;				/* the kernel ended its command */
 	uint32_t last_cmd;			/* FUSE_IO_URING_CMD_*, for messages */
 	struct fuse_uring_req_header *header;	/* its slot: headers_mem + id */
 	void *payload;				/* iovec mode: its own buffer */
@@ -222,7 +221,7 @@ struct srv_queue {
 	bool registering;		/* in queue_register(): errors are its */
 	int reg_err;			/* first REGISTER error, -errno */
 	struct srv_ent *ents;
-	unsigned int live_ents;		/* entries not dead */
+	unsigned int live_ents;		/* entries the kernel has not ended */
 	void *headers_mem, *payload_mem;	/* mmap()ed: page-aligned */
 	size_t headers_size, payload_mem_size;	/* what the kernel may use */
 	size_t headers_map_size;		/* headers_size, page-rounded */

@@ -218,7 +218,6 @@ static void ent_dead(struct srv_ent *ent, int res)
 {
 	struct srv_queue *q = ent->queue;
 
-	ent->dead = true;
 	q->live_ents--;
 	if (q->registering) {
 		if (!q->reg_err)
@@ -242,8 +241,7 @@ static void queue_fail(struct srv_ent *ent, const char *why)
 
 	fprintf(stderr, SRV_NAME ": queue %u entry %u: %s; stopping\n",
 		q->qid, ent->id, why);
-	ent->dead = true;	/* never committed: its request dies with us */
-	q->live_ents--;
+	q->live_ents--;	/* never committed: its request dies with us */
 	pthread_mutex_lock(&q->s->lock);
 	q->s->failed = true;
 	pthread_mutex_unlock(&q->s->lock);
