@@ -1,7 +1,8 @@
 # tests/lib.sh: the one way every check in this repo reports a result.
 #
 # Sourced by guest test scripts (tests/guest/*.sh) and by each lab's `check`.
-# Every check prints exactly one line, "ok NAME" or "not ok NAME: WHY"; the
+# Every check prints exactly one line, "ok NAME", "not ok NAME: WHY" or
+# "skip NAME: WHY"; the
 # host (scripts/check) counts those lines, so a check that never runs can
 # never be counted as a pass.
 
@@ -13,9 +14,12 @@ report() {
 }
 
 # pass NAME / fail NAME WHY: report a result decided by the caller.
+# skip NAME WHY: the check cannot run here (a kernel without the feature,
+# a tool the guest lacks); counted apart, never as a pass.
 # LAB_CHECK_PREFIX names a second run of the same checks (tests/guest/26).
 pass() { report "ok ${LAB_CHECK_PREFIX:-}$1"; }
 fail() { report "not ok ${LAB_CHECK_PREFIX:-}$1: $2"; FAILED=$((${FAILED:-0} + 1)); }
+skip() { report "skip ${LAB_CHECK_PREFIX:-}$1: $2"; }
 
 # check NAME CMD...: ok when CMD exits 0; on failure show its last output.
 check() {
