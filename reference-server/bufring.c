@@ -24,6 +24,27 @@ void bufring_ent_init(struct srv_ent *ent)
 	ent->iov[1] = (struct iovec){ q->payload_mem, q->payload_mem_size };
 }
 
+/* doc: mode-flags-begin */
+/*
+ * The flags every REGISTER of a mode carries (fuse_uring_cmd_req.flags).
+ * The kernel treats them as independent bits with two rules: the pinned
+ * ones need FUSE_URING_BUFRING, and FUSE_URING_ZERO_COPY needs all three
+ * others. The modes are a ladder of them, one flag added per rung.
+ */
+uint64_t bufring_register_flags(enum srv_mode m)
+{
+	uint64_t flags = FUSE_URING_BUFRING;
+
+	if (mode_pins_headers(m))
+		flags |= FUSE_URING_PINNED_HEADERS;
+	if (mode_pins_buffers(m))
+		flags |= FUSE_URING_PINNED_BUFFERS;
+	if (mode_zero_copy(m))
+		flags |= FUSE_URING_ZERO_COPY;
+	return flags;
+}
+/* doc: mode-flags-end */
+
 /* doc: bufring-register-begin */
 /*
  * Bufring mode adds three things to every REGISTER (kernel-patches/0004):
@@ -52,7 +73,7 @@ void bufring_prep_register(struct io_uring_sqe *sqe, struct srv_ent *ent)
 	struct fuse_uring_cmd_req *req = (void *)sqe->cmd;
 
 	/* FUSE_URING_BUFRING, and in the modes above it their flags too */
-	req->flags = mode_register_flags(o->mode);
+	req->flags = bufring_register_flags(o->mode);
 	req->init.buf_size = (uint32_t)o->payload_size;
 	req->init.queue_depth = (uint16_t)o->queue_depth;
 	sqe->buf_index = (uint16_t)ent->id;
@@ -136,6 +157,8 @@ bool req_zero_copied(const struct fuse_uring_req_header *hdr)
 
 /* bufring, pinned-headers and pinned-buffers: the flags tell them apart */
 const struct srv_mode_ops bufring_ops = {
+	.init_needs = FUSE_HAS_URING_BUFRING,
+	.register_flags = bufring_register_flags,
 	.ent_init = bufring_ent_init,
 	.prep_register = bufring_prep_register,
 	.find_payload = bufring_find_payload,

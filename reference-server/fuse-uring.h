@@ -20,8 +20,13 @@
 
 #define SRV_NAME "fuse-uring-server"
 
-/* The full series' uapi: pinned headers and buffers (0005, 0006), zero-copy (0008) */
-#ifndef FUSE_URING_ZERO_COPY
+/*
+ * The iovec rung is stock 7.2 and builds against 7.2's own linux/fuse.h
+ * (make MODES=iovec HDR=...). The rungs above it need the whole series'
+ * uapi: buffer rings (0004), pinned headers and buffers (0005, 0006),
+ * zero-copy (0008), FUSE_HAS_URING_BUFRING (0014).
+ */
+#if defined(SRV_WITH_BUFRING) && !defined(FUSE_URING_ZERO_COPY)
 #error "linux/fuse.h lacks FUSE_URING_ZERO_COPY: rebuild build/headers from the whole series (make headers)"
 #endif
 
@@ -56,7 +61,8 @@ struct srv_opts {
 	enum srv_mode mode;
 	bool fallback;			/* zero-copy: pinned-buffers without CAP_SYS_ADMIN */
 	bool foreground;
-	bool trace;
+	bool trace;			/* one line per request on stderr */
+	bool verbose;			/* the memory report at start-up */
 	bool help;
 };
 
@@ -192,6 +198,10 @@ struct srv_ent {
  * calls these and knows no mode by name. NULL hooks do nothing.
  */
 struct srv_mode_ops {
+	/* FUSE_INIT flags the kernel must offer for this mode to work */
+	uint64_t init_needs;
+	/* the flags every REGISTER of mode m carries; NULL: none */
+	uint64_t (*register_flags)(enum srv_mode m);
 	/* set ent->iov[] (what REGISTER names) and ent->payload */
 	void (*ent_init)(struct srv_ent *ent);
 	/* more set-up of the queue's ring, once it exists */
@@ -266,7 +276,6 @@ int session_handle_init(struct srv_session *s);
 int session_loop(struct srv_session *s);
 void session_unmount(struct srv_session *s, bool requested);
 void session_teardown(struct srv_session *s);
-void srv_trace_dev(const struct srv_req *r, int err);
 
 /* preflight.c: what a mode needs of the system, checked before mounting */
 size_t page_round_up(size_t len, size_t page);
@@ -274,16 +283,11 @@ size_t pinned_queue_headers_bytes(const struct srv_opts *o, size_t page);
 size_t pinned_queue_payload_bytes(const struct srv_opts *o, size_t page);
 uint64_t pinned_total_bytes(const struct srv_opts *o, unsigned int nr_queues,
 			    size_t page);
-bool memlock_allows(uint64_t need, uint64_t limit, size_t page);
-void memlock_message(char *buf, size_t len, const struct srv_opts *o,
-		     unsigned int nr_queues, size_t page, uint64_t limit);
-int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin);
-bool srv_capable(int cap);
 int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page);
+void preflight_report(const struct srv_session *s);
 void explain_register_error(const struct srv_session *s, int err);
 
 /* ring.c: the stock life-cycle of every queue */
-int cpu_list_count(const char *list);
 int ring_count_possible_cpus(void);
 int ring_start_queues(struct srv_session *s);
 int ring_register_all(struct srv_session *s);
@@ -303,6 +307,7 @@ extern const struct srv_mode_ops zero_copy_ops;
 void bufring_ent_init(struct srv_ent *ent);
 void bufring_prep_register(struct io_uring_sqe *sqe, struct srv_ent *ent);
 int bufring_find_payload(struct srv_ent *ent);
+uint64_t bufring_register_flags(enum srv_mode m);
 bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr);
 bool req_zero_copied(const struct fuse_uring_req_header *hdr);
 

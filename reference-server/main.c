@@ -134,21 +134,8 @@ int main(int argc, char **argv)
 	if (!err)
 		err = ring_register_all(&s);
 	if (!err) {
-		/* what each queue holds for the kernel: lab 02 compares modes */
-		fprintf(stderr, SRV_NAME ": memory per queue: payload %zu B "
-			"(%u x %zu B), headers %zu B, mode %s\n",
-			opts_queue_payload_bytes(&o), opts_payload_bufs(&o),
-			o.payload_size, o.queue_depth *
-			sizeof(struct fuse_uring_req_header), mode_name(o.mode));
-		if (mode_pins_headers(o.mode))
-			fprintf(stderr, SRV_NAME ": pinned memory: %llu B (%u "
-				"queues x (headers %zu B + payload %zu B), "
-				"page-rounded)\n", (unsigned long long)
-				pinned_total_bytes(&o, s.nr_queues,
-						   (size_t)s.page_size),
-				s.nr_queues,
-				pinned_queue_headers_bytes(&o, (size_t)s.page_size),
-				pinned_queue_payload_bytes(&o, (size_t)s.page_size));
+		if (o.verbose)
+			preflight_report(&s);
 		fprintf(stderr, SRV_NAME ": %s on %s: %u queues x %u entries, "
 			"payload %zu B, mode %s\n", o.backing_dir, o.mountpoint,
 			s.nr_queues, o.queue_depth, o.payload_size,

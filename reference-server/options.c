@@ -61,7 +61,7 @@ const char *mode_name(enum srv_mode m)
 
 /*
  * Every mode after iovec builds on buffer rings: the v2 series adds pinned
- * headers, pinned buffers and zero-copy as flags next to FUSE_URING_BUFRING.
+ * headers, pinned buffers and zero-copy as flags next to its own.
  */
 bool mode_uses_bufring(enum srv_mode m)
 {
@@ -85,28 +85,16 @@ bool mode_zero_copy(enum srv_mode m)
 	return m == SRV_MODE_ZERO_COPY;
 }
 
-/* doc: mode-flags-begin */
 /*
- * The flags every REGISTER of a mode carries (fuse_uring_cmd_req.flags).
- * The kernel treats them as independent bits with two rules: the pinned
- * ones need FUSE_URING_BUFRING, and FUSE_URING_ZERO_COPY needs all three
- * others. The modes are a ladder of them, one flag added per rung.
+ * The flags every REGISTER of mode m carries (fuse_uring_cmd_req.flags):
+ * the mode's own (bufring.c), none in iovec mode.
  */
 uint64_t mode_register_flags(enum srv_mode m)
 {
-	uint64_t flags = 0;
+	const struct srv_mode_ops *ops = mode_ops(m);
 
-	if (mode_uses_bufring(m))
-		flags |= FUSE_URING_BUFRING;
-	if (mode_pins_headers(m))
-		flags |= FUSE_URING_PINNED_HEADERS;
-	if (mode_pins_buffers(m))
-		flags |= FUSE_URING_PINNED_BUFFERS;
-	if (mode_zero_copy(m))
-		flags |= FUSE_URING_ZERO_COPY;
-	return flags;
+	return ops && ops->register_flags ? ops->register_flags(m) : 0;
 }
-/* doc: mode-flags-end */
 
 /* Payload buffers per queue: one per entry in iovec mode, else --nbufs. */
 unsigned int opts_payload_bufs(const struct srv_opts *o)
@@ -161,6 +149,8 @@ void print_usage(FILE *f)
 "                      refusing to start\n"
 "  --foreground        stay in the foreground (default: daemon once mounted)\n"
 "  --trace             one line per request on stderr\n"
+"  --verbose           at start-up, the memory each queue holds for the\n"
+"                      kernel, and what the pinned modes pin\n"
 "  --help              this text\n"
 "\n"
 "Needs: root, /dev/fuse, /proc, and FUSE io_uring enabled:\n"
@@ -222,7 +212,7 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen)
 {
 	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_NBUFS, OPT_FALLBACK,
-	       OPT_FG, OPT_TRACE, OPT_HELP };
+	       OPT_FG, OPT_TRACE, OPT_VERBOSE, OPT_HELP };
 	static const struct option longopts[] = {
 		{ "queue-depth", required_argument, NULL, OPT_DEPTH },
 		{ "payload-size", required_argument, NULL, OPT_PAYLOAD },
@@ -231,6 +221,7 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		{ "fallback", no_argument, NULL, OPT_FALLBACK },
 		{ "foreground", no_argument, NULL, OPT_FG },
 		{ "trace", no_argument, NULL, OPT_TRACE },
+		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -292,6 +283,9 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			break;
 		case OPT_TRACE:
 			o->trace = true;
+			break;
+		case OPT_VERBOSE:
+			o->verbose = true;
 			break;
 		case 'h':
 		case OPT_HELP:

@@ -18,8 +18,9 @@
  * too is checked up front. Without it the server refuses to start, or,
  * with --fallback, says so and runs in pinned-buffers mode.
  *
- * The arithmetic is pure and unit-tested (tests/unit.c); srv_capable()
- * and preflight() ask the system.
+ * The arithmetic is pure and unit-tested: tests/unit.c includes this file,
+ * so its static helpers are tested where they live. srv_capable() and
+ * preflight() ask the system.
  */
 #include "fuse-uring.h"
 
@@ -73,7 +74,7 @@ uint64_t pinned_total_bytes(const struct srv_opts *o, unsigned int nr_queues,
  * cannot see what other processes of the user have pinned, so this checks
  * our own bill alone; the kernel's -ENOMEM covers the rest.
  */
-bool memlock_allows(uint64_t need, uint64_t limit, size_t page)
+static bool memlock_allows(uint64_t need, uint64_t limit, size_t page)
 {
 	if (limit == (uint64_t)RLIM_INFINITY)
 		return true;
@@ -81,8 +82,8 @@ bool memlock_allows(uint64_t need, uint64_t limit, size_t page)
 }
 
 /* The one message: how much, where it comes from, how to allow it. */
-void memlock_message(char *buf, size_t len, const struct srv_opts *o,
-		     unsigned int nr_queues, size_t page, uint64_t limit)
+static void memlock_message(char *buf, size_t len, const struct srv_opts *o,
+			    unsigned int nr_queues, size_t page, uint64_t limit)
 {
 	uint64_t need = pinned_total_bytes(o, nr_queues, page);
 
@@ -103,7 +104,7 @@ void memlock_message(char *buf, size_t len, const struct srv_opts *o,
  * step down the ladder to pinned-buffers, which needs no capability.
  * Returns 0 if o->mode can run (possibly changed), -EPERM if not.
  */
-int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin)
+static int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin)
 {
 	if (!mode_zero_copy(o->mode) || cap_sys_admin)
 		return 0;
@@ -120,7 +121,7 @@ int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin)
  * initial namespace maps every uid to itself; with CONFIG_USER_NS off
  * there is no uid_map at all.
  */
-bool srv_capable(int cap)
+static bool srv_capable(int cap)
 {
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0,
@@ -182,6 +183,29 @@ int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
 	return -ENOMEM;
 }
 /* doc: memlock-check-end */
+
+/*
+ * --verbose: what each queue holds for the kernel, once every REGISTER is
+ * in. Lab 02 compares the payload line across modes, lab 03 the pinned
+ * line with the process's VmPin.
+ */
+void preflight_report(const struct srv_session *s)
+{
+	const struct srv_opts *o = s->opts;
+	size_t page = (size_t)s->page_size;
+
+	fprintf(stderr, SRV_NAME ": memory per queue: payload %zu B (%u x %zu B), "
+		"headers %zu B, mode %s\n", opts_queue_payload_bytes(o),
+		opts_payload_bufs(o), o->payload_size,
+		o->queue_depth * sizeof(struct fuse_uring_req_header),
+		mode_name(o->mode));
+	if (mode_pins_headers(o->mode))
+		fprintf(stderr, SRV_NAME ": pinned memory: %llu B (%u queues x "
+			"(headers %zu B + payload %zu B), page-rounded)\n",
+			(unsigned long long)pinned_total_bytes(o, s->nr_queues, page),
+			s->nr_queues, pinned_queue_headers_bytes(o, page),
+			pinned_queue_payload_bytes(o, page));
+}
 
 /*
  * REGISTER failed with -ENOMEM in a pinned mode: almost always the

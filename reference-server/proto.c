@@ -292,7 +292,8 @@ void stat_to_fuse_attr(const struct stat *st, struct fuse_attr *a)
  * parameter enable_uring is set: without it the server cannot run, so say
  * so here (-EOPNOTSUPP) rather than hang later in REGISTER.
  *
- * The buffer-ring modes also need FUSE_HAS_URING_BUFRING (series patch 14).
+ * The buffer-ring modes also need FUSE_HAS_URING_BUFRING (series patch 14:
+ * their srv_mode_ops.init_needs).
  * A kernel without the series ignores the REGISTER flags and takes a
  * buffer-ring REGISTER for an iovec one: every entry would then share header
  * slot 0, silently. So refuse those modes here (-ENOPROTOOPT). The bit is
@@ -302,6 +303,7 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		     unsigned int nr_queues, long page_size,
 		     struct fuse_init_out *out)
 {
+	const struct srv_mode_ops *ops;
 	uint64_t offered, wanted, bg;
 
 	if (in->major != FUSE_KERNEL_VERSION)
@@ -313,7 +315,8 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 	offered = in->flags | ((uint64_t)in->flags2 << 32);
 	if (!(offered & FUSE_OVER_IO_URING))
 		return -EOPNOTSUPP;
-	if (mode_uses_bufring(o->mode) && !(offered & FUSE_HAS_URING_BUFRING))
+	ops = mode_ops(o->mode);
+	if (ops && (offered & ops->init_needs) != ops->init_needs)
 		return -ENOPROTOOPT;
 
 	wanted = FUSE_INIT_EXT | FUSE_OVER_IO_URING |

@@ -30,7 +30,7 @@
  * connection to io_uring once every queue has an entry: a queue we skip
  * (say for a CPU that is offline now) leaves the mount waiting forever.
  */
-int cpu_list_count(const char *s)
+static int cpu_list_count(const char *s)
 {
 	int count = 0;
 

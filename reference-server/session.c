@@ -100,7 +100,7 @@ int session_mount(struct srv_session *s)
 }
 /* doc: mount-end */
 
-void srv_trace_dev(const struct srv_req *r, int err)
+static void srv_trace_dev(const struct srv_req *r, int err)
 {
 	fprintf(stderr, "trace dev op=%s unique=%llu arg=%zu in=%zu out=%zu "
 		"error=%d\n", fuse_opcode_name(r->in->opcode),

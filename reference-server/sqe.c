@@ -81,14 +81,14 @@ void trace_ring(const struct srv_ent *ent, size_t out_len, int err)
 {
 	const struct srv_queue *q = ent->queue;
 	const struct srv_ent_req *r = &ent->req;
-	uint64_t flags = mode_register_flags(q->s->opts->mode);
+	enum srv_mode mode = q->s->opts->mode;
 	char bufstr[16] = "", zcstr[8] = "";
 
-	if ((flags & FUSE_URING_BUFRING) && r->buf >= 0)
+	if (mode_uses_bufring(mode) && r->buf >= 0)
 		snprintf(bufstr, sizeof(bufstr), " buf=%d", r->buf);
-	else if (flags & FUSE_URING_BUFRING)
+	else if (mode_uses_bufring(mode))
 		snprintf(bufstr, sizeof(bufstr), " buf=-");
-	if (flags & FUSE_URING_ZERO_COPY)
+	if (mode_zero_copy(mode))
 		snprintf(zcstr, sizeof(zcstr), " zc=%d", r->zero_copied);
 	fprintf(stderr, "trace ring q=%u ent=%u op=%s unique=%llu "
 		"commit_id=%llu arg=%zu in=%u out=%zu error=%d%s%s\n",

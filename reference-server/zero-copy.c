@@ -124,6 +124,8 @@ static void zero_copy_io_done(struct srv_ent *ent, int res)
 
 /* the buffer ring's hooks, and the fixed-buffer steps */
 const struct srv_mode_ops zero_copy_ops = {
+	.init_needs = FUSE_HAS_URING_BUFRING,
+	.register_flags = bufring_register_flags,
 	.ent_init = bufring_ent_init,
 	.ring_init = zero_copy_ring_init,
 	.prep_register = bufring_prep_register,

@@ -29,6 +29,7 @@ FLAVOR=${FLAVOR:-normal}
 KOBJ=$BUILD/obj/$FLAVOR
 BZIMAGE=$KOBJ/arch/x86/boot/bzImage
 HEADERS=$BUILD/headers
+HEADERS_STOCK=$BUILD/headers-stock	# 7.2 as released: the iovec rung
 
 # Messages: one line saying what is wrong and what to run. `step` narrates
 # the long steps so a person watching knows what the machine is doing.

@@ -14,34 +14,12 @@
  * Prints "ok NAME" or "not ok NAME: why" per case; exits 1 on any failure.
  * Build and run: make -C debate unit (ASan/UBSan).
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
-
-static int failures;
-
-static void result(const char *name, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		printf("ok debate: %s\n", name);
-		return;
-	}
-	printf("not ok debate: %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failures++;
-}
-
-#define EXPECT_INT(name, want, got) do {				\
-	long long w_ = (long long)(want), g_ = (long long)(got);	\
-	result(name, w_ == g_, "expected %lld, got %lld", w_, g_);	\
-} while (0)
+#define UNIT_PREFIX "debate: "
+#include "unit.h"
 
 #define HEADER "seq,pid,comm,qid,op,send,disp,done,end,in,out,err,buf,wait,nwait\n"
 
@@ -635,5 +613,5 @@ int main(void)
 	test_batch();
 	test_batch_hol();
 	test_deterministic();
-	return failures ? 1 : 0;
+	return unit_exit_status();
 }

@@ -11,44 +11,24 @@
  * Build and run: make -C reference-server test (ASan/UBSan).
  */
 #include "fuse-uring.h"
+#include "unit.h"
+
+/*
+ * The two files whose static helpers are tested here (the pinned-memory
+ * arithmetic, the zero-copy decision, the CPU-list parser) are included,
+ * not linked, so the helpers stay static where they live
+ * (UNIT_INCLUDED in the Makefile).
+ */
+#include "preflight.c"
+#include "ring.c"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-static int failures;
-
-static void result(const char *name, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		printf("ok %s\n", name);
-		return;
-	}
-	printf("not ok %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failures++;
-}
-
-#define EXPECT_INT(name, want, got) do {				\
-	long long w_ = (long long)(want), g_ = (long long)(got);	\
-	result(name, w_ == g_, "expected %lld, got %lld", w_, g_);	\
-} while (0)
-
-#define EXPECT_STR(name, want, got) do {				\
-	const char *w_ = (want), *g_ = (got);				\
-	result(name, strcmp(w_, g_) == 0, "expected '%s', got '%s'",	\
-	       w_, g_);							\
-} while (0)
 
 /* ---- opcode names and the dispatch table ------------------------------ */
 
@@ -943,5 +923,5 @@ int main(void)
 	test_cpu_list();
 	test_handlers();
 	test_readdir();
-	return failures ? 1 : 0;
+	return unit_exit_status();
 }

@@ -70,7 +70,7 @@ check_fails_with "an unknown --mode names the modes built in" \
 # ---- first mount, with --trace ------------------------------------------------
 
 LOG=$W/server.log
-if ! refsrv_start "$LOG" --trace; then
+if ! refsrv_start "$LOG" --trace --verbose; then
 	fail "server mounts $B on $M" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
 	exit 1
 fi

@@ -49,7 +49,7 @@ NQ=$(possible_cpu_count)
 mount_bufring() {
 	log=$1 nb=$2
 	shift 2
-	if ! refsrv_start "$log" --mode=bufring --queue-depth=$DEPTH --nbufs="$nb" "$@"; then
+	if ! refsrv_start "$log" --mode=bufring --queue-depth=$DEPTH --nbufs="$nb" --verbose "$@"; then
 		fail "bufring mount with --nbufs=$nb" "$(tail -n 3 "$log" | tr '\n' ' ')"
 		return 1
 	fi

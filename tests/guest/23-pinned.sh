@@ -93,7 +93,7 @@ has_ipc_lock() {
 mount_pinned() {
 	name=$1 log=$2 mode=$3
 	shift 3
-	if ! refsrv_start "$log" --mode="$mode" --queue-depth=$DEPTH "$@"; then
+	if ! refsrv_start "$log" --mode="$mode" --queue-depth=$DEPTH --verbose "$@"; then
 		fail "$name: mounts" "$(tail -n 3 "$log" | tr '\n' ' ')"
 		return 1
 	fi
