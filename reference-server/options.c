@@ -180,6 +180,20 @@ static int parse_size(const char *s, unsigned long long *v)
 	return *end ? -EINVAL : 0;
 }
 
+/* A count in 1..max (K/M suffixes allowed); -EINVAL with err otherwise. */
+static int parse_count(const char *opt, const char *s, unsigned int max,
+		       unsigned int *v, char *err, size_t errlen)
+{
+	unsigned long long n;
+
+	if (parse_size(s, &n) || n < 1 || n > max) {
+		snprintf(err, errlen, "%s must be 1..%u, got '%s'", opt, max, s);
+		return -EINVAL;
+	}
+	*v = (unsigned int)n;
+	return 0;
+}
+
 static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 {
 	char built[96] = "";
@@ -240,14 +254,10 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_DEPTH:
-			if (parse_size(optarg, &v) || v < 1 ||
-			    v > SRV_MAX_QUEUE_DEPTH) {
-				snprintf(err, errlen,
-					 "--queue-depth must be 1..%d, got '%s'",
-					 SRV_MAX_QUEUE_DEPTH, optarg);
+			if (parse_count("--queue-depth", optarg,
+					SRV_MAX_QUEUE_DEPTH, &o->queue_depth,
+					err, errlen))
 				return -EINVAL;
-			}
-			o->queue_depth = (unsigned int)v;
 			break;
 		case OPT_PAYLOAD:
 			if (parse_size(optarg, &v) || v < SRV_MIN_PAYLOAD_SIZE ||
@@ -266,14 +276,9 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 				return -EINVAL;
 			break;
 		case OPT_NBUFS:
-			if (parse_size(optarg, &v) || v < 1 ||
-			    v > SRV_MAX_NBUFS) {
-				snprintf(err, errlen,
-					 "--nbufs must be 1..%d, got '%s'",
-					 SRV_MAX_NBUFS, optarg);
+			if (parse_count("--nbufs", optarg, SRV_MAX_NBUFS,
+					&o->nbufs, err, errlen))
 				return -EINVAL;
-			}
-			o->nbufs = (unsigned int)v;
 			break;
 		case OPT_FALLBACK:
 			o->fallback = true;
