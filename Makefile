@@ -21,7 +21,7 @@ LOCKED := scripts/with-build-lock
 CC := gcc
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 
-.PHONY: help deps kernel headers server peer tests vm check check-debug fresh-check demo bench patches patches-check docs clean
+.PHONY: help deps kernel headers server peer tests vm check check-debug fresh-check demo bench patches patches-check docs clean exercise exercises exercise-check
 .DEFAULT_GOAL := help
 
 help:
@@ -38,6 +38,8 @@ help:
 	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
 	@echo "make docs           build the documentation into build/docs/"
 	@echo "make bench          every server configuration side by side in one boot (fio)"
+	@echo "make exercise LAB=NN        your copy of the server with lab NN's TODOs cut, in build/exercises/NN/"
+	@echo "make exercise-check LAB=NN  check your TODOs, then run lab NN's check in the guest with your server"
 	@echo "vm/run -- CMD       run one command in the guest"
 
 deps:
@@ -74,6 +76,20 @@ $(BUILD)/tests/%: tests/%.c | deps
 UAPI_TESTS := $(BUILD)/tests/bufring-register-errors $(BUILD)/tests/uapi-fuzz
 $(UAPI_TESTS): CFLAGS += -I$(BUILD)/headers/include
 $(UAPI_TESTS): $(BUILD)/headers/include/linux/fuse.h tests/kernel-log.h
+
+# The labs' exercises (scripts/exercise), cut from the reference server's
+# own sources. They write only build/exercises/, so they take no lock.
+# FORCE=1 starts an exercise again (deleting your copy).
+exercise: headers
+	@test -n "$(LAB)" || { echo "make exercise LAB=NN (labs: $$(scripts/exercise labs))" >&2; exit 2; }
+	@scripts/exercise skel $(LAB) $(if $(FORCE),--force)
+
+exercises: headers
+	@for lab in $$(scripts/exercise labs); do scripts/exercise skel $$lab --keep || exit 1; done
+
+exercise-check: kernel headers
+	@test -n "$(LAB)" || { echo "make exercise-check LAB=NN" >&2; exit 2; }
+	@scripts/exercise check $(LAB)
 
 # The interactive guest runs outside the lock (it would hold every other
 # make for as long as the shell is open); its prerequisites take it.

@@ -72,11 +72,23 @@ void bufring_prep_register(struct io_uring_sqe *sqe, struct srv_ent *ent)
 	const struct srv_opts *o = ent->queue->s->opts;
 	struct fuse_uring_cmd_req *req = (void *)sqe->cmd;
 
+	/*
+	 * exercise 02.1 begin: the buffer-ring fields of REGISTER
+	 * hint: prep_fuse_cmd() has filled the stock fields; add, in req, the
+	 *       flags of the mode (bufring_register_flags(), above) and
+	 *       init, which tells the kernel how to cut the regions: each
+	 *       buffer is --payload-size bytes, and there are queue_depth
+	 *       header slots; then sqe->buf_index, the entry's header slot.
+	 * read: docs/buffer-rings.rst, "Switching a queue to a buffer ring"
+	 * stub: (void)o;
+	 * stub: (void)req;
+	 */
 	/* FUSE_URING_BUFRING, and in the modes above it their flags too */
 	req->flags = bufring_register_flags(o->mode);
 	req->init.buf_size = (uint32_t)o->payload_size;
 	req->init.queue_depth = (uint16_t)o->queue_depth;
 	sqe->buf_index = (uint16_t)ent->id;
+	/* exercise 02.1 end */
 }
 /* doc: bufring-register-end */
 
@@ -97,12 +109,26 @@ int bufring_find_payload(struct srv_ent *ent)
 {
 	const struct srv_queue *q = ent->queue;
 	const struct srv_opts *o = q->s->opts;
-	unsigned int id = ent->header->ring_ent_in_out.buf_id;
+	unsigned int id;
 
 	ent->req.buf = -1;
 	ent->req.payload = NULL;
 	if (!bufring_req_has_buf(ent->header))
 		return 0;
+	/*
+	 * exercise 02.2 begin: the request's payload, by buf_id
+	 * hint: the kernel wrote the index of the buffer it lent into the
+	 *       entry's header slot, ring_ent_in_out.buf_id. Buffer i starts
+	 *       i x --payload-size bytes into the queue's payload region. An
+	 *       index past the queue's --nbufs buffers is the kernel's bug or
+	 *       a stranger's: say so and return -EPROTO. Set ent->req.payload
+	 *       and ent->req.buf (the index, for --trace).
+	 * read: docs/buffer-rings.rst, "The payload buffers: struct fuse_bufring"
+	 * stub: (void)q;
+	 * stub: (void)o;
+	 * stub: (void)id;
+	 */
+	id = ent->header->ring_ent_in_out.buf_id;
 	if (id >= o->nbufs) {
 		fprintf(stderr, SRV_NAME ": queue %u entry %u: the kernel "
 			"lent buffer %u of %u\n", q->qid, ent->id, id, o->nbufs);
@@ -110,6 +136,7 @@ int bufring_find_payload(struct srv_ent *ent)
 	}
 	ent->req.buf = (int)id;
 	ent->req.payload = (char *)q->payload_mem + (size_t)id * o->payload_size;
+	/* exercise 02.2 end */
 	return 0;
 }
 /* doc: bufring-request-end */
@@ -128,6 +155,18 @@ int bufring_find_payload(struct srv_ent *ent)
  */
 bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
 {
+	/*
+	 * exercise 02.3 begin: which requests the kernel lent a buffer
+	 * hint: decide by what the request is, never by buf_id (0 means
+	 *       "none" and "buffer 0" alike). A request has payload when
+	 *       its arguments continue in the buffer (payload_sz > 0) or its
+	 *       reply has data (the out_args of its fuse_op_info()). A READ
+	 *       or WRITE the kernel zero-copied (req_zero_copied()) brings no
+	 *       data: only the WRITE still gets a buffer, for its reply.
+	 * read: docs/buffer-rings.rst, "What a request without payload gets"
+	 * stub: (void)hdr;
+	 * stub: return true;
+	 */
 	const struct fuse_in_header *in = (const void *)hdr->in_out;
 	const struct fuse_op_info *op = fuse_op_info(in->opcode);
 
@@ -140,6 +179,7 @@ bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
 	if (req_zero_copied(hdr))
 		return in->opcode == FUSE_WRITE;
 	return hdr->ring_ent_in_out.payload_sz > 0 || (op && op->out_args);
+	/* exercise 02.3 end */
 }
 /* doc: bufring-has-buf-end */
 
