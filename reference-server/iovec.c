@@ -14,9 +14,21 @@ static void iovec_ent_init(struct srv_ent *ent)
 	const struct srv_queue *q = ent->queue;
 	size_t psize = q->s->opts->payload_size;
 
+	/*
+	 * exercise 01.1 begin: an entry's two buffers
+	 * hint: the entry's header slot is ent->header (queue_setup() set
+	 *       it); its payload buffer is slice ent->id of the queue's
+	 *       payload region, psize bytes each. Set ent->payload, and
+	 *       ent->iov[0] and [1], the pair REGISTER hands the kernel:
+	 *       the header slot (its whole struct), then the payload buffer.
+	 * read: docs/stock-protocol.rst, "Registering an entry"
+	 * stub: (void)q;
+	 * stub: (void)psize;
+	 */
 	ent->payload = (char *)q->payload_mem + ent->id * psize;
 	ent->iov[0] = (struct iovec){ ent->header, sizeof(*ent->header) };
 	ent->iov[1] = (struct iovec){ ent->payload, psize };
+	/* exercise 01.1 end */
 }
 /* doc: iovec-ent-end */
 

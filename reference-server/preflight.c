@@ -46,17 +46,37 @@ size_t page_round_up(size_t len, size_t page)
  */
 size_t pinned_queue_headers_bytes(const struct srv_opts *o, size_t page)
 {
+	/*
+	 * exercise 03.2 begin: what one queue pins
+	 * hint: nothing unless the mode pins that region (mode_pins_headers(),
+	 *       mode_pins_buffers()). The headers: one struct
+	 *       fuse_uring_req_header per entry; the payload: every buffer
+	 *       (opts_queue_payload_bytes()). The kernel pins whole pages:
+	 *       round each up (page_round_up()).
+	 * read: docs/pinned.rst, "The memory a server pins"
+	 * stub: (void)o;
+	 * stub: (void)page;
+	 * stub: return 0;
+	 */
 	if (!mode_pins_headers(o->mode))
 		return 0;
 	return page_round_up((size_t)o->queue_depth *
 			     sizeof(struct fuse_uring_req_header), page);
+	/* exercise 03.2 end */
 }
 
 size_t pinned_queue_payload_bytes(const struct srv_opts *o, size_t page)
 {
+	/*
+	 * exercise 03.2 begin: what one queue pins (the payload)
+	 * stub: (void)o;
+	 * stub: (void)page;
+	 * stub: return 0;
+	 */
 	if (!mode_pins_buffers(o->mode))
 		return 0;
 	return page_round_up(opts_queue_payload_bytes(o), page);
+	/* exercise 03.2 end */
 }
 
 /* Every queue pins its own regions: one queue per possible CPU. */
@@ -76,9 +96,22 @@ uint64_t pinned_total_bytes(const struct srv_opts *o, unsigned int nr_queues,
  */
 static bool memlock_allows(uint64_t need, uint64_t limit, size_t page)
 {
+	/*
+	 * exercise 03.3 begin: the kernel's RLIMIT_MEMLOCK test
+	 * hint: the kernel counts pages, not bytes: the pages we pin
+	 *       (need, rounded up to pages) may not exceed the limit's
+	 *       whole pages (limit >> PAGE_SHIFT, rounded down). An
+	 *       unlimited limit (RLIM_INFINITY) allows anything.
+	 * read: docs/pinned.rst, "Who may pin"
+	 * stub: (void)need;
+	 * stub: (void)limit;
+	 * stub: (void)page;
+	 * stub: return true;
+	 */
 	if (limit == (uint64_t)RLIM_INFINITY)
 		return true;
 	return (need + page - 1) / page <= limit / page;
+	/* exercise 03.3 end */
 }
 
 /* The one message: how much, where it comes from, how to allow it. */

@@ -219,12 +219,27 @@ int req_name(const struct srv_req *r, size_t skip, const char **name,
 void build_ring_reply(struct fuse_uring_req_header *hdr, uint64_t unique,
 		      int error, size_t out_len)
 {
+	/*
+	 * exercise 01.3 begin: the reply, in the entry's buffers
+	 * hint: the reply's fuse_out_header goes where the request's
+	 *       fuse_in_header was, in hdr->in_out (build_dev_reply(), below,
+	 *       fills one); its len counts the header and the reply data.
+	 *       The data is already in the payload buffer, and the kernel
+	 *       learns its size from ring_ent_in_out.payload_sz. An error
+	 *       reply carries no data.
+	 * read: docs/stock-protocol.rst, "A request and its reply"
+	 * stub: (void)hdr;
+	 * stub: (void)unique;
+	 * stub: (void)error;
+	 * stub: (void)out_len;
+	 */
 	struct fuse_out_header *oh = (void *)hdr->in_out;
 
 	if (error)
 		out_len = 0;
 	build_dev_reply(oh, unique, error, out_len);
 	hdr->ring_ent_in_out.payload_sz = (uint32_t)out_len;
+	/* exercise 01.3 end */
 }
 /* doc: ring-reply-end */
 

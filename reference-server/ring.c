@@ -109,10 +109,22 @@ static void queue_pin(struct srv_queue *q)
  */
 static void *region_map(size_t len)
 {
+	/*
+	 * exercise 03.1 begin: a region the kernel can pin
+	 * hint: the kernel pins whole pages, and refuses a region that
+	 *       does not start on a page boundary (EINVAL). malloc() gives
+	 *       no such promise; an anonymous mapping of its own, readable
+	 *       and writable, does, and shares no page with other memory.
+	 *       Return NULL if there is no memory.
+	 * read: docs/pinned.rst, "What REGISTER refuses"
+	 * stub: (void)len;
+	 * stub: return NULL;
+	 */
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+	/* exercise 03.1 end */
 }
 /* doc: pinned-regions-end */
 

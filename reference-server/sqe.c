@@ -43,6 +43,19 @@ void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
 	struct srv_queue *q = ent->queue;
 	struct fuse_uring_cmd_req *req = (void *)sqe->cmd;
 
+	/*
+	 * exercise 01.2 begin: the SQE of a FUSE command
+	 * hint: clear the whole SQE128 slot (two struct io_uring_sqe) first:
+	 *       it holds the last command's fields. Then the uring_cmd
+	 *       opcode on the /dev/fuse fd (q->s->devfd) and cmd_op. In req,
+	 *       which lives in sqe->cmd: the queue's id and commit_id. A
+	 *       REGISTER also points sqe->addr at the entry's iovec pair
+	 *       (ent->iov), with sqe->len = 2.
+	 * read: docs/stock-protocol.rst, "Registering an entry"
+	 * stub: (void)q;
+	 * stub: (void)req;
+	 * stub: (void)commit_id;
+	 */
 	memset(sqe, 0, 2 * sizeof(*sqe));	/* an SQE128 slot */
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = q->s->devfd;
@@ -59,6 +72,7 @@ void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
 	 */
 	req->qid = (uint16_t)q->qid;
 	req->commit_id = commit_id;	/* ignored by REGISTER */
+	/* exercise 01.2 end */
 	io_uring_sqe_set_data(sqe, ent);
 	ent->last_cmd = cmd_op;
 }

@@ -65,6 +65,22 @@ static bool zero_copy_take_request(struct srv_ent *ent,
 	if (!req_zero_copied(ent->header))
 		return false;	/* copied as usual: the stock path serves it */
 	ent->req.zero_copied = true;
+	/*
+	 * exercise 04.1 begin: READ_FIXED and WRITE_FIXED
+	 * hint: one SQE (queue_sqe(q)) on the backing file (the fh of the
+	 *       request's fuse_read_in or fuse_write_in, in r->arg): a READ
+	 *       reads into the fixed buffer, a WRITE writes from it. The
+	 *       buffer's index is the entry's id; the address is an offset
+	 *       into that buffer, where the request's data starts at 0; the
+	 *       length and the file offset are the request's. liburing has
+	 *       io_uring_prep_read_fixed() and io_uring_prep_write_fixed().
+	 *       Any other opcode: *err = -EPROTO, return false.
+	 * read: docs/zero-copy.rst, "In the reference server"
+	 * stub: (void)q;
+	 * stub: (void)r;
+	 * stub: *err = -ENOSYS;
+	 * stub: return false;
+	 */
 	if (r->in->opcode == FUSE_READ) {
 		const struct fuse_read_in *in = r->arg;
 
@@ -82,7 +98,19 @@ static bool zero_copy_take_request(struct srv_ent *ent,
 		*err = -EPROTO;
 		return false;
 	}
+	/* exercise 04.1 end */
+	/*
+	 * exercise 04.2 begin: telling its completion apart
+	 * hint: the fixed operation's CQE comes on the same ring as the
+	 *       entry's FUSE commands, whose user_data is the entry's
+	 *       address. Tag this one as the mode's own (UD_MODE_IO, in
+	 *       fuse-uring.h), so that handle_cqes() hands it to
+	 *       zero_copy_io_done() and not to handle_request().
+	 * read: the user_data comment in fuse-uring.h
+	 * stub: (void)sqe;
+	 */
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)ent | UD_MODE_IO);
+	/* exercise 04.2 end */
 	return true;
 }
 
@@ -106,6 +134,17 @@ static void zero_copy_io_done(struct srv_ent *ent, int res)
 			q->qid, ent->id);
 		abort();
 	}
+	/*
+	 * exercise 04.3 begin: the reply after the fixed operation
+	 * hint: res is what the operation moved. A READ's data is already in
+	 *       the caller's pages: its reply data is just that many bytes,
+	 *       nothing to copy. A WRITE replies, as always, with struct
+	 *       fuse_write_out in the payload buffer the kernel lent it
+	 *       (ent->req.payload): the bytes written. Set out_len to the
+	 *       reply's data size; on an error (err) there is none.
+	 * read: docs/zero-copy.rst, "In the reference server"
+	 * stub: (void)wo;
+	 */
 	if (!err && ent->req.opcode == FUSE_WRITE) {
 		wo = ent->req.payload;
 		memset(wo, 0, sizeof(*wo));
@@ -114,6 +153,7 @@ static void zero_copy_io_done(struct srv_ent *ent, int res)
 	} else if (!err) {
 		out_len = (size_t)res;	/* READ: already in place */
 	}
+	/* exercise 04.3 end */
 	if (q->s->opts->trace)
 		trace_ring(ent, out_len, err);
 	build_ring_reply(ent->header, ent->req.unique, err, out_len);
