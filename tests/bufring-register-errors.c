@@ -642,7 +642,7 @@ static int qmem_good(const char *name, struct qmem *q)
  * Memory for one entry without a buffer ring (7.2's layout): its own header
  * and a payload of at least max_payload_sz (fuse_uring_create_ring_ent()).
  */
-static int qmem_legacy(const char *name, struct qmem *q)
+static int qmem_iovec(const char *name, struct qmem *q)
 {
 	return qmem_alloc(name, q, 1, 0, max_payload);
 }
@@ -677,7 +677,7 @@ static struct reg reg_bufring(uint16_t qid, uint16_t ent, const struct qmem *q)
 	};
 }
 
-static struct reg reg_legacy(uint16_t qid, const struct qmem *q)
+static struct reg reg_iovec(uint16_t qid, const struct qmem *q)
 {
 	return (struct reg){ .qid = qid, .iov = q->iov };
 }
@@ -1082,8 +1082,8 @@ static void case_unknown_flag(const char *name)
  * registered first and must be accepted, which shows that its set-up is
  * valid on its own; queue 1 then differs from it in one respect only. The
  * set-ups used are each accepted somewhere as a first REGISTER: the
- * control's, the odd one in its own case (queue 0 here), the legacy one in
- * cross-queue-legacy-then-bufring. So the -EINVAL is for disagreeing. All
+ * control's, the odd one in its own case (queue 0 here), the iovec one in
+ * cross-queue-iovec-then-bufring. So the -EINVAL is for disagreeing. All
  * queues of a connection must agree on the flags, init.buf_size and
  * init.queue_depth: the first queue created fixes them. Kernel:
  * fuse_uring_create_queue(), "if (!fuse_uring_config_matches(ring, queue,
@@ -1098,22 +1098,22 @@ static void cross_queue(const char *name, struct qmem *q0, bool q0_bufring,
 
 	if (need_two_queues(name) || conn_open(&c, name))
 		return;
-	r = q0_bufring ? reg_bufring(0, 0, q0) : reg_legacy(0, q0);
+	r = q0_bufring ? reg_bufring(0, 0, q0) : reg_iovec(0, q0);
 	if (setup_register(name, &c, &r) == 0) {
-		r = q1_bufring ? reg_bufring(1, 0, q1) : reg_legacy(1, q1);
+		r = q1_bufring ? reg_bufring(1, 0, q1) : reg_iovec(1, q1);
 		expect_res(name, -EINVAL, do_register(&c, &r));
 	}
 	conn_close(&c);
 }
 
 /* Queue 0 with FUSE_URING_BUFRING, queue 1 without. */
-static void case_cross_bufring_then_legacy(const char *name)
+static void case_cross_bufring_then_iovec(const char *name)
 {
 	struct qmem q0, q1;
 
 	if (qmem_good(name, &q0))
 		return;
-	if (qmem_legacy(name, &q1) == 0) {
+	if (qmem_iovec(name, &q1) == 0) {
 		cross_queue(name, &q0, true, &q1, false);
 		qmem_free(&q1);
 	}
@@ -1121,11 +1121,11 @@ static void case_cross_bufring_then_legacy(const char *name)
 }
 
 /* Queue 0 without FUSE_URING_BUFRING, queue 1 with it. */
-static void case_cross_legacy_then_bufring(const char *name)
+static void case_cross_iovec_then_bufring(const char *name)
 {
 	struct qmem q0, q1;
 
-	if (qmem_legacy(name, &q0))
+	if (qmem_iovec(name, &q0))
 		return;
 	if (qmem_good(name, &q1) == 0) {
 		cross_queue(name, &q0, false, &q1, true);
@@ -1171,31 +1171,31 @@ static void case_cross_queue_depth(const char *name)
  */
 static void same_queue(const char *name, bool first_bufring)
 {
-	struct qmem good, legacy;
+	struct qmem good, iovec_q;
 	struct conn c;
 	struct reg first, second;
 
 	if (qmem_good(name, &good))
 		return;
-	if (qmem_legacy(name, &legacy) == 0) {
-		first = first_bufring ? reg_bufring(0, 0, &good) : reg_legacy(0, &legacy);
-		second = first_bufring ? reg_legacy(0, &legacy) : reg_bufring(0, 1, &good);
+	if (qmem_iovec(name, &iovec_q) == 0) {
+		first = first_bufring ? reg_bufring(0, 0, &good) : reg_iovec(0, &iovec_q);
+		second = first_bufring ? reg_iovec(0, &iovec_q) : reg_bufring(0, 1, &good);
 		if (conn_open(&c, name) == 0) {
 			if (setup_register(name, &c, &first) == 0)
 				expect_res(name, -EINVAL, do_register(&c, &second));
 			conn_close(&c);
 		}
-		qmem_free(&legacy);
+		qmem_free(&iovec_q);
 	}
 	qmem_free(&good);
 }
 
-static void case_same_bufring_then_legacy(const char *name)
+static void case_same_bufring_then_iovec(const char *name)
 {
 	same_queue(name, true);
 }
 
-static void case_same_legacy_then_bufring(const char *name)
+static void case_same_iovec_then_bufring(const char *name)
 {
 	same_queue(name, false);
 }
@@ -1631,9 +1631,9 @@ static void pinned_without_bufring(const char *name, uint64_t flag)
 	struct conn c;
 	struct reg r;
 
-	if (qmem_legacy(name, &q))
+	if (qmem_iovec(name, &q))
 		return;
-	r = reg_legacy(0, &q);
+	r = reg_iovec(0, &q);
 	r.flags = flag;
 	if (conn_open(&c, name) == 0) {
 		expect_res(name, -EINVAL, do_register(&c, &r));
@@ -3232,7 +3232,7 @@ static int register_all(const char *name, struct conn *c, const struct qmem *qs)
 	unsigned int q;
 
 	for (q = 0; q < nr_queues; q++) {
-		struct reg r = reg_legacy((uint16_t)q, &qs[q]);
+		struct reg r = reg_iovec((uint16_t)q, &qs[q]);
 
 		if (qs[q].buf_size ? setup_bufring_queue(name, c, (uint16_t)q, &qs[q]) :
 		    setup_register(name, c, &r))
@@ -3434,7 +3434,7 @@ static void case_reply_payload_sz_beyond_iovec(const char *name)
 {
 	struct reply_bend b = { .payload_sz_set = true, .payload_sz = max_payload + 1 };
 
-	reply_case(name, qmem_legacy, &b, EINVAL);
+	reply_case(name, qmem_iovec, &b, EINVAL);
 }
 
 /* The same with payload_sz 0xffffffff: no overflow in the size check. */
@@ -3532,9 +3532,9 @@ static void case_register_cmd_padding_iovec(const char *name)
 	struct conn c;
 	struct reg r;
 
-	if (qmem_legacy(name, &q))
+	if (qmem_iovec(name, &q))
 		return;
-	r = reg_legacy(0, &q);
+	r = reg_iovec(0, &q);
 	r.padding = 1;
 	if (conn_open(&c, name) == 0) {
 		expect_res(name, -EINVAL, do_register(&c, &r));
@@ -3660,7 +3660,7 @@ static int set_ignore_gfp_wait(const char *val, char old[2])
  */
 static void fault_inject_register(const char *name,
 				  int (*alloc)(const char *, struct qmem *),
-				  int legacy)
+				  int iovec_layout)
 {
 	int n, res, armed = 0, errs = 0, accepted = 0;
 	char buf[48], seen[256] = "";
@@ -3687,7 +3687,7 @@ static void fault_inject_register(const char *name,
 		close(fd);
 		return;
 	}
-	r = legacy ? reg_legacy(0, &q) : reg_bufring(0, 0, &q);
+	r = iovec_layout ? reg_iovec(0, &q) : reg_bufring(0, 0, &q);
 	for (n = 1; n <= FI_MAX_N; n++) {
 		if (conn_open(&c, name))
 			goto out;
@@ -3744,9 +3744,9 @@ out:
 	close(fd);
 }
 
-static void case_fault_inject_legacy(const char *name)
+static void case_fault_inject_iovec(const char *name)
 {
-	fault_inject_register(name, qmem_legacy, 1);
+	fault_inject_register(name, qmem_iovec, 1);
 }
 
 static void case_fault_inject_bufring(const char *name)
@@ -3828,12 +3828,12 @@ static const struct test_case cases[] = {
 	{ "register-qid-beyond-queues", case_register_qid_beyond_queues },
 	{ "register-without-sqe128", case_register_without_sqe128 },
 	{ "unknown-cmd-op", case_unknown_cmd_op },
-	{ "cross-queue-bufring-then-legacy", case_cross_bufring_then_legacy },
-	{ "cross-queue-legacy-then-bufring", case_cross_legacy_then_bufring },
+	{ "cross-queue-bufring-then-iovec", case_cross_bufring_then_iovec },
+	{ "cross-queue-iovec-then-bufring", case_cross_iovec_then_bufring },
 	{ "cross-queue-buf-size-differs", case_cross_buf_size },
 	{ "cross-queue-queue-depth-differs", case_cross_queue_depth },
-	{ "same-queue-bufring-then-legacy", case_same_bufring_then_legacy },
-	{ "same-queue-legacy-then-bufring", case_same_legacy_then_bufring },
+	{ "same-queue-bufring-then-iovec", case_same_bufring_then_iovec },
+	{ "same-queue-iovec-then-bufring", case_same_iovec_then_bufring },
 	{ "queue-depth-zero", case_depth_zero },
 	{ "buf-size-zero", case_buf_size_zero },
 	{ "queue-depth-beyond-headers-region", case_depth_beyond_headers },
@@ -3890,7 +3890,7 @@ static const struct test_case cases[] = {
  * count.
  */
 static const struct test_case fault_cases[] = {
-	{ "fault-inject-register-iovec", case_fault_inject_legacy },
+	{ "fault-inject-register-iovec", case_fault_inject_iovec },
 	{ "fault-inject-register-bufring", case_fault_inject_bufring },
 	{ "fault-inject-register-pinned", case_fault_inject_pinned },
 };
