@@ -28,7 +28,7 @@
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
-PROG=$LAB_TOP/build/tests/bufring-register-errors
+PROG=$LAB_TOP/build/tests/uapi-errors
 W=/tmp/bufring-register-errors		# tmpfs in the guest
 OUT=$W/output.txt
 LABEL="bufring REGISTER errors"
