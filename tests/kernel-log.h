@@ -34,7 +34,7 @@ static const char *const kernel_splats[] = {
 /*
  * Not a broken kernel: kmemleak's own allocation failed under fault
  * injection, and it falls back to scanning the whole object. Also skipped
- * by tests/guest/run and tests/guest/22.
+ * by tests/guest/run and tests/guest/22-uapi-errors.sh.
  */
 #define FAULT_INJECTION_ARTIFACT "kmemleak: Cannot allocate a scan area"
 

@@ -45,7 +45,7 @@
  * show up under the next case; the guest script checks the whole log too.
  *
  * Output, one result line per case, read by
- * tests/guest/22-bufring-register-errors.sh:
+ * tests/guest/22-uapi-errors.sh:
  *   # kernel: Entry id 1 in use
  *   PASS name
  *   FAIL name: expected -EINVAL, got accepted (no CQE: the command is queued)
