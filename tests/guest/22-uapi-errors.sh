@@ -20,11 +20,13 @@
 # request's folios; an ITER_KVEC read is copied; an abort revokes the
 # folios; 15 s of commits from io-wq racing a thread that empties the
 # fixed-buffer slot). build/tests/uapi-errors (tests/uapi-errors/) speaks the
-# protocol itself (no server) and prints "PASS name" / "FAIL name: why" per case, after reading
-# the kernel log the case produced: a case during which the kernel logged a
-# splat (WARNING:, BUG:, KASAN:, lockdep, ...) fails, with that line; the
-# other lines are shown as "# kernel: ...". Each case becomes one check here;
-# the whole log since the start is checked once more at the end.
+# protocol itself (no server) and prints "ok name", "not ok name: why" or
+# "skip name: why" per case (tests/lib.sh's words), after reading the kernel
+# log the case produced: a case during which the kernel logged a splat
+# (WARNING:, BUG:, KASAN:, lockdep, ...) fails, with that line; the other
+# lines are shown as "# kernel: ...". Each case becomes one check here
+# (program_result); the whole log since the start is checked once more at
+# the end.
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
@@ -69,14 +71,10 @@ grep '^#' "$OUT"
 # One check per case the program knows, so a case that never printed (a
 # crash, a timeout) is a failure too, not a missing line.
 for name in $("$PROG" --list); do
-	line=$(grep -E "^(PASS|FAIL) $name(: |\$)" "$OUT" | head -n 1)
-	case "$line" in
-	"PASS $name") pass "$LABEL: $name" ;;
-	"FAIL $name: "*) fail "$LABEL: $name" "${line#"FAIL $name: "}" ;;
-	*) fail "$LABEL: $name" "no result line (exit status $status: $(grep -v '^#' "$OUT" | tail -n 1))" ;;
-	esac
+	program_result "$LABEL" "$name" "$OUT" \
+		"exit status $status: $(grep -v '^#' "$OUT" | tail -n 1)"
 done
-fails=$(grep -c '^FAIL ' "$OUT")
+fails=$(grep -c '^not ok ' "$OUT")
 check_eq "$LABEL: exit status is 1 exactly when a case failed" \
 	"$([ "$fails" -gt 0 ] && echo 1 || echo 0)" "$status"
 check_eq "$LABEL: no mount left behind" "" \

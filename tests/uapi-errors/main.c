@@ -40,20 +40,21 @@
  * (kmsg_check()). Every new record is printed as "# kernel: ..." (several
  * cases make the kernel pr_info/pr_warn on purpose); one that looks like a
  * broken kernel (kernel_splats[]: BUG:, WARNING:, KASAN:, a lockdep report,
- * a hung task, ...) FAILs the case. A record whose text has no final
+ * a hung task, ...) fails the case. A record whose text has no final
  * newline becomes readable only when the next record is logged, so it may
  * show up under the next case; the guest script checks the whole log too.
  *
- * Output, one result line per case, read by
- * tests/guest/22-uapi-errors.sh:
+ * Output, one result line per case, in the words of tests/lib.sh (read by
+ * tests/guest/22-uapi-errors.sh, through program_result):
  *   # kernel: Entry id 1 in use
- *   PASS name
- *   FAIL name: expected -EINVAL, got accepted (no CQE: the command is queued)
- *   FAIL name: the kernel logged "WARNING: CPU: 1 PID: 93 at ..."
- * plus "# ..." lines with details. PASS comes after the case's kernel lines
- * (only then is it known); a case that failed its own check and the kernel
- * one has two FAIL lines, the first counts. Exit status 1 if any case
- * failed. --list prints the case names; case names as arguments run only
+ *   ok name
+ *   not ok name: expected -EINVAL, got accepted (no CQE: the command is queued)
+ *   not ok name: the kernel logged "WARNING: CPU: 1 PID: 93 at ..."
+ *   skip name: needs /proc/thread-self/fail-nth (the debug kernel, ...)
+ * plus "# ..." lines with details. ok and skip come after the case's
+ * kernel lines (only then is it known); a case that failed its own check
+ * and the kernel one has two "not ok" lines, the first counts. Exit status
+ * 1 if any case failed (a skip is not a failure). --list prints the case names; case names as arguments run only
  * those; --mnt DIR mounts at DIR instead of /tmp/uapi-errors-mnt.
  *
  * Each case names the check in build/linux/fs/fuse/dev_uring.c that decides
@@ -74,7 +75,7 @@
 #include "cases.h"
 #include "server.h"
 
-static int failures;
+static int failures, skipped;
 
 struct test_case {
 	const char *name;
@@ -216,7 +217,7 @@ int main(int argc, char **argv)
 
 		if (!selected(argc, argv, first, t->name))
 			continue;
-		case_passed = case_failed = false;
+		case_passed = case_failed = case_skipped = false;
 		kmsg = kmsg_mark();
 		if (!old_enable)
 			fail(t->name, "set-up: cannot write %s", ENABLE_URING);
@@ -225,15 +226,19 @@ int main(int argc, char **argv)
 		else
 			t->run(t->name);
 		kmsg_check(t->name, kmsg);
-		if (!case_passed && !case_failed)
+		if (!case_passed && !case_failed && !case_skipped)
 			fail(t->name, "the case reported nothing");
-		if (case_failed)
+		if (case_failed) {
 			failures++;
-		else
-			printf("PASS %s\n", t->name);
+		} else if (case_skipped) {
+			skipped++;
+			printf("skip %s: %s\n", t->name, case_skip_why);
+		} else {
+			printf("ok %s\n", t->name);
+		}
 	}
 	if (old_enable)
 		set_enable_uring(old_enable == 'Y' ? '1' : '0');
-	printf("# %d failed\n", failures);
+	printf("# %d failed, %d skipped\n", failures, skipped);
 	return failures ? 1 : 0;
 }

@@ -152,7 +152,7 @@ void case_pinned_memlock_exact(const char *name)
 		res = register_without_ipc_lock(name, &c, &r, pinned_bytes(&q));
 		after = vmpin_kb();
 		if (res == NOT_SUBMITTED)
-			;	/* FAILed already */
+			;	/* failed already */
 		else if (res != ACCEPTED)
 			expect_res(name, ACCEPTED, res);
 		else if (after - before != (long)(pinned_bytes(&q) / 1024))
@@ -235,7 +235,7 @@ static void pinned_region_larger(const char *name, size_t headers_extra,
 		res = register_without_ipc_lock(name, &c, &r, used);
 		after = vmpin_kb();
 		if (res == NOT_SUBMITTED)
-			;	/* FAILed already */
+			;	/* failed already */
 		else if (res != ACCEPTED)
 			fail(name, "regions of %zu and %zu B, RLIMIT_MEMLOCK %zu B (what "
 			     "the queue uses): expected accepted, got %d (%s)",
@@ -317,7 +317,7 @@ void case_pinned_over_memlock_pins_nothing(const char *name)
 		res = register_without_ipc_lock(name, &c, &r, page_size);
 		resident = resident_pages(q.pmap, len);
 		if (res == NOT_SUBMITTED)
-			;	/* FAILed already */
+			;	/* failed already */
 		else if (res != -ENOMEM)
 			expect_res(name, -ENOMEM, res);
 		else if (resident != 0)

@@ -38,17 +38,36 @@ uint32_t max_payload;	/* the ring's max_payload_sz, see main() */
 /* ---- reporting ---------------------------------------------------------- */
 
 /*
- * A case reports through pass() and fail(); main() prints its PASS line only
- * after the kernel-log check (kmsg_check()), so a case that passed while the
- * kernel warned is a FAIL. fail() prints at once: a case may FAIL twice (its
- * own check and the kernel's), the guest script reads the first line.
+ * A case reports through pass(), fail() or skip(), in the words of the
+ * shell harness (tests/lib.sh): "ok NAME", "not ok NAME: why", "skip NAME:
+ * why". main() prints the ok or skip line only after the kernel-log check
+ * (kmsg_check()), so a case that passed while the kernel warned has
+ * failed. fail() prints at once: a case may fail twice (its own check and
+ * the kernel's), the guest script reads the first line.
  */
-bool case_passed, case_failed;
+bool case_passed, case_failed, case_skipped;
+char case_skip_why[200];
 
 void pass(const char *name)
 {
 	(void)name;
 	case_passed = true;
+}
+
+/*
+ * The case cannot run here (the kernel lacks what it needs); main() prints
+ * "skip NAME: why". Neither a pass nor a failure.
+ */
+__attribute__((format(printf, 2, 3)))
+void skip(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)name;
+	va_start(ap, fmt);
+	vsnprintf(case_skip_why, sizeof(case_skip_why), fmt, ap);
+	va_end(ap);
+	case_skipped = true;
 }
 
 /* Returns -1, so that a case can "return fail(...)". */
@@ -57,7 +76,7 @@ int fail(const char *name, const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("FAIL %s: ", name);
+	printf("not ok %s: ", name);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -70,7 +89,7 @@ int fail(const char *name, const char *fmt, ...)
 
 /*
  * After a case: read the records logged since kmsg_mark(), print each as
- * "# kernel: ...", and FAIL the case on the first that reports a broken
+ * "# kernel: ...", and fail the case on the first that reports a broken
  * kernel (kernel_splat(), tests/kernel-log.h). Closes fd.
  */
 void kmsg_check(const char *name, int fd)
@@ -116,7 +135,7 @@ static const char *errno_name(int e)
 	}
 }
 
-/* A command's result as the FAIL lines print it. */
+/* A command's result as the "not ok" lines print it. */
 const char *res_str(int res, char *buf, size_t len)
 {
 	const char *name = res < 0 ? errno_name(-res) : NULL;
@@ -134,7 +153,7 @@ const char *res_str(int res, char *buf, size_t len)
 	return buf;
 }
 
-/* PASS when the command's result is the one expected, else FAIL. */
+/* pass() when the command's result is the one expected, else fail(). */
 int expect_res(const char *name, int want, int got)
 {
 	char wbuf[32], gbuf[48];
@@ -271,7 +290,7 @@ out:
 	return fail(name, "set-up: %s: %s", what, strerror(-err));
 }
 
-/* A fresh connection, initialized, with a ring; FAILs the case if not. */
+/* A fresh connection, initialized, with a ring; fails the case if not. */
 int conn_open(struct conn *c, const char *name)
 {
 	return conn_open_init(c, name, INIT_URING);
@@ -447,7 +466,7 @@ void qmem_free(struct qmem *q)
 	memset(q, 0, sizeof(*q));
 }
 
-/* 0, or -1 after FAILing the case. One spare byte, for the misaligned case. */
+/* 0, or -1 after failing the case. One spare byte, for the misaligned case. */
 int qmem_alloc(const char *name, struct qmem *q, uint16_t depth,
 		      uint32_t buf_size, size_t payload_len)
 {
@@ -530,7 +549,7 @@ struct reg reg_iovec(uint16_t qid, const struct qmem *q)
 
 /*
  * A set-up step: this REGISTER must be accepted, or the case cannot test
- * what it is about. 0, or -1 after FAILing the case.
+ * what it is about. 0, or -1 after failing the case.
  */
 int setup_register(const char *name, struct conn *c, const struct reg *r)
 {
@@ -616,7 +635,7 @@ static void *stat_thread(void *arg)
 	return NULL;
 }
 
-/* 0, or -1 after FAILing the case; j is heap memory, see stat_end(). */
+/* 0, or -1 after failing the case; j is heap memory, see stat_end(). */
 int stat_start(const char *name, struct stat_job **jp)
 {
 	struct stat_job *j = calloc(1, sizeof(*j));
@@ -701,7 +720,7 @@ static bool only_slot_written(const struct qmem *qs, uint16_t qid, uint16_t ent)
  * Check that, answer with st_size = MARKER_SIZE in that buffer (bent by b,
  * if not NULL), and COMMIT_AND_FETCH. A queue without a buffer ring
  * (buf_size 0) has one entry, whose payload is all of iov[1], and buf_id 0.
- * 0, or -1 after FAILing the case.
+ * 0, or -1 after failing the case.
  */
 static int serve_getattr(const char *name, struct conn *c,
 			 const struct qmem *qs, struct served *s,
@@ -807,7 +826,7 @@ static int serve_getattr(const char *name, struct conn *c,
 	return 0;
 }
 
-/* stat(2) must return our reply: 0, or -1 after FAILing the case. */
+/* stat(2) must return our reply: 0, or -1 after failing the case. */
 static int check_stat_reply(const char *name, struct stat_job *j, bool *joined)
 {
 	*joined = stat_join(j, JOIN_MS) == 0;
@@ -826,7 +845,7 @@ static int check_stat_reply(const char *name, struct stat_job *j, bool *joined)
  * The body of every case that carries a request: register every queue with
  * qs (prepared by the case), stat(2) the root, serve the GETATTR, check
  * stat(2) got our reply. c stays open for the case to go on.
- * 0, or -1 after FAILing the case.
+ * 0, or -1 after failing the case.
  */
 int round_trip(const char *name, struct conn *c, struct qmem *qs,
 		      struct served *s)
@@ -855,7 +874,7 @@ out:
 
 /*
  * A request sent on the connection and one more stat(2): stat(2) must fail
- * with want_err (0: get our reply). 0, or -1 after FAILing the case.
+ * with want_err (0: get our reply). 0, or -1 after failing the case.
  */
 int stat_round(const char *name, struct conn *c, const struct qmem *qs,
 		      struct served *s, const struct reply_bend *b, int want_err)
@@ -1217,7 +1236,7 @@ void mnt_path(char *buf, size_t len, const char *name)
 
 /*
  * Answer requests until the client is done (and give up after MINI_MS).
- * 0, or -1 after FAILing the case.
+ * 0, or -1 after failing the case.
  */
 int serve_mini_ms(struct mini *m, struct client *cl, int limit_ms)
 {

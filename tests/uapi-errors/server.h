@@ -208,10 +208,13 @@ extern uint64_t init_offered;		/* the flags the last FUSE_INIT offered */
 
 /* ---- reporting: main() prints the line, see server.c --------------------- */
 
-extern bool case_passed, case_failed;
+extern bool case_passed, case_failed, case_skipped;
+extern char case_skip_why[200];
 void pass(const char *name);
 __attribute__((format(printf, 2, 3)))
 int fail(const char *name, const char *fmt, ...);
+__attribute__((format(printf, 2, 3)))
+void skip(const char *name, const char *fmt, ...);
 void kmsg_check(const char *name, int fd);
 const char *res_str(int res, char *buf, size_t len);
 int expect_res(const char *name, int want, int got);
