@@ -7,9 +7,6 @@
 #ifndef UAPI_ERRORS_CASES_H
 #define UAPI_ERRORS_CASES_H
 
-/* What fault-inject.c needs, and main.c looks for before it lists those cases. */
-#define FAIL_NTH	"/proc/thread-self/fail-nth"
-
 /* register.c: the controls, the connection and the REGISTER command */
 void case_control(const char *name);
 void case_init_offers_has_uring_bufring(const char *name);
