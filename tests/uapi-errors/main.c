@@ -54,8 +54,9 @@
  * plus "# ..." lines with details. ok and skip come after the case's
  * kernel lines (only then is it known); a case that failed its own check
  * and the kernel one has two "not ok" lines, the first counts. Exit status
- * 1 if any case failed (a skip is not a failure). --list prints the case names; case names as arguments run only
- * those; --mnt DIR mounts at DIR instead of /tmp/uapi-errors-mnt.
+ * 1 if any case failed (a skip is not a failure). --list prints the case
+ * names; case names as arguments run only those; --mnt DIR mounts at DIR
+ * instead of /tmp/uapi-errors-mnt.
  *
  * Each case names the check in build/linux/fs/fuse/dev_uring.c that decides
  * its errno: the kernel source is the specification, not these files.
