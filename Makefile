@@ -66,16 +66,28 @@ server: headers
 peer: deps
 	@$(LOCKED) scripts/peer
 
-# Small programs the guest tests run, linked statically like the server.
-TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*.c))
+# Small programs the guest tests run, linked statically like the server:
+# one per tests/*.c, and build/tests/uapi-errors from tests/uapi-errors/.
+TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*.c)) \
+	$(BUILD)/tests/uapi-errors
 tests: $(TEST_PROGS)
 $(BUILD)/tests/%: tests/%.c | deps
 	@mkdir -p $(@D)
 	$(LOCKED) $(CC) $(CFLAGS) -static -o $@ $< -luring
 # These speak the patched uapi (FUSE_URING_BUFRING), like the server.
-UAPI_TESTS := $(BUILD)/tests/bufring-register-errors $(BUILD)/tests/uapi-fuzz
+UAPI_TESTS := $(BUILD)/tests/uapi-fuzz
 $(UAPI_TESTS): CFLAGS += -I$(BUILD)/headers/include
 $(UAPI_TESTS): $(BUILD)/headers/include/linux/fuse.h tests/kernel-log.h
+# uapi-errors: one file per topic (tests/uapi-errors/main.c lists them);
+# its objects go to build/tests/uapi-errors.obj/, beside the program.
+UAPI_ERRORS_OBJS := $(patsubst tests/uapi-errors/%.c,$(BUILD)/tests/uapi-errors.obj/%.o,\
+	$(wildcard tests/uapi-errors/*.c))
+$(BUILD)/tests/uapi-errors.obj/%.o: tests/uapi-errors/%.c $(wildcard tests/uapi-errors/*.h) \
+		tests/kernel-log.h $(BUILD)/headers/include/linux/fuse.h | deps
+	@mkdir -p $(@D)
+	$(LOCKED) $(CC) $(CFLAGS) -I$(BUILD)/headers/include -c -o $@ $<
+$(BUILD)/tests/uapi-errors: $(UAPI_ERRORS_OBJS)
+	$(LOCKED) $(CC) $(CFLAGS) -static -o $@ $^ -luring -lpthread
 
 # The labs' exercises (scripts/exercise), cut from the reference server's
 # own sources. They write only build/exercises/, so they take no lock.

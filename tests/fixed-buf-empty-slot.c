@@ -13,8 +13,9 @@
  * io_rsrc_node_lookup() returns NULL for an empty slot and for an index
  * beyond the table alike.
  *
- * Output: "PASS name" / "FAIL name: why" per case (read by
- * tests/guest/24-zero-copy.sh), "# ..." details; exit 1 if any failed.
+ * Output: "ok name" / "not ok name: why" per case, in the words of
+ * tests/lib.sh (read by tests/guest/24-zero-copy.sh, through
+ * program_result), "# ..." details; exit 1 if any failed.
  * --list prints the case names.
  */
 #include <errno.h>
@@ -42,10 +43,10 @@ static int failures;
 static void result(const char *name, int want, int got)
 {
 	if (want == got) {
-		printf("PASS %s\n", name);
+		printf("ok %s\n", name);
 		return;
 	}
-	printf("FAIL %s: expected %d, got %d (%s)\n", name, want, got,
+	printf("not ok %s: expected %d, got %d (%s)\n", name, want, got,
 	       got < 0 ? strerror(-got) : "bytes");
 	failures++;
 }

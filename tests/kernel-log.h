@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * tests/kernel-log.h: what the guest test programs that speak the uapi
- * themselves (bufring-register-errors.c, uapi-fuzz.c) share: reading the
- * kernel log for reports of a broken kernel, and counting the FUSE queues.
- * Header-only, static inline: each program is one file.
+ * themselves (uapi-errors/, uapi-fuzz.c) share: reading the kernel log for
+ * reports of a broken kernel, and counting the FUSE queues. Header-only,
+ * static inline: uapi-fuzz is one file, and of uapi-errors' files only
+ * server.c and main.c need it.
  */
 #ifndef KERNEL_LOG_H
 #define KERNEL_LOG_H
@@ -33,7 +34,7 @@ static const char *const kernel_splats[] = {
 /*
  * Not a broken kernel: kmemleak's own allocation failed under fault
  * injection, and it falls back to scanning the whole object. Also skipped
- * by tests/guest/run and tests/guest/22.
+ * by tests/guest/run and tests/guest/22-uapi-errors.sh.
  */
 #define FAULT_INJECTION_ARTIFACT "kmemleak: Cannot allocate a scan area"
 

@@ -21,6 +21,25 @@ pass() { report "ok ${LAB_CHECK_PREFIX:-}$1"; }
 fail() { report "not ok ${LAB_CHECK_PREFIX:-}$1: $2"; FAILED=$((${FAILED:-0} + 1)); }
 skip() { report "skip ${LAB_CHECK_PREFIX:-}$1: $2"; }
 
+# program_result LABEL NAME FILE [CONTEXT]: report case NAME of a C test
+# program (tests/uapi-errors/, tests/fixed-buf-empty-slot.c) as "LABEL:
+# NAME", from the first result line the program wrote for it in FILE. The
+# programs print this file's words ("ok NAME", "not ok NAME: why", "skip
+# NAME: why"); the first line counts, as a case may fail twice (its own
+# check, then the kernel log's). A case without a line (the program
+# crashed or timed out first) fails, "no result line", with CONTEXT if
+# given. Call it once per name the program's --list prints, so a case that
+# never ran is never missing from the count.
+program_result() {
+	pr_line=$(grep -E "^(ok|not ok|skip) $2(: |\$)" "$3" | head -n 1)
+	case "$pr_line" in
+	"ok $2") pass "$1: $2" ;;
+	"not ok $2: "*) fail "$1: $2" "${pr_line#"not ok $2: "}" ;;
+	"skip $2: "*) skip "$1: $2" "${pr_line#"skip $2: "}" ;;
+	*) fail "$1: $2" "no result line${4:+ ($4)}" ;;
+	esac
+}
+
 # check NAME CMD...: ok when CMD exits 0; on failure show its last output.
 check() {
 	name=$1; shift

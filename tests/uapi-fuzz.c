@@ -619,7 +619,7 @@ static void *queue_thread(void *arg)
  * priority, waking every 20-120 us. When it wakes while a worker holds a
  * ring's lock, the worker's unlock hands the CPU straight to it, so its
  * update lands between a call that drops the lock and what the caller
- * does next (how tests/bufring-register-errors.c's
+ * does next (how tests/uapi-errors/zero-copy.c's
  * zero-copy-async-commit-vs-table-update reaches its window).
  */
 struct chaos {

@@ -212,13 +212,9 @@ refsrv_stop "zero-copy with --trace"
 
 if [ -x "$EMPTY_SLOT" ]; then
 	"$EMPTY_SLOT" >"$W/empty-slot.log" 2>&1
+	last=$(tail -n 1 "$W/empty-slot.log")
 	for name in $("$EMPTY_SLOT" --list); do
-		line=$(grep -E "^(PASS|FAIL) $name(: |\$)" "$W/empty-slot.log" | head -n 1)
-		case "$line" in
-		"PASS $name") pass "fixed-buf-empty-slot: $name" ;;
-		"FAIL $name: "*) fail "fixed-buf-empty-slot: $name" "${line#"FAIL $name: "}" ;;
-		*) fail "fixed-buf-empty-slot: $name" "no result line: $(tail -n 1 "$W/empty-slot.log")" ;;
-		esac
+		program_result fixed-buf-empty-slot "$name" "$W/empty-slot.log" "$last"
 	done
 else
 	fail "fixed-buf-empty-slot is built" "$EMPTY_SLOT missing: run 'make tests'"

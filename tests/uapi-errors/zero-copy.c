@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * tests/uapi-errors/zero-copy.c: zero-copy (kernel patch 0008). What its
+ * cases prove:
+ *   - zero-copy-*: without the pinned flags (-EINVAL), without
+ *     CAP_SYS_ADMIN (-EPERM), a fixed-buffer table too small, the
+ *     directions of READ_FIXED/WRITE_FIXED, an ITER_KVEC read (copied), an
+ *     abort while the server holds a zero-copied READ, commits from io-wq
+ *     racing a thread that empties the fixed-buffer slot (15 s).
+ *
+ * zero-copy-without-cap-sys-admin turns CAP_SYS_ADMIN off in this thread's
+ * effective set for one REGISTER, and back on after it: the kernel checks
+ * it in the task that submits, which is this one (io_uring issues the
+ * command inline). The cases that serve requests run a small file system
+ * of their own (serve_mini(), server.c): a root with files "f", "g" and
+ * "x".
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE		/* CPU_SET, pthread_setaffinity_np() */
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cases.h"
+#include "server.h"
+
+/* ---- REGISTERs the kernel refuses --------------------------------------- */
+
+/*
+ * FUSE_URING_ZERO_COPY without all three of the flags it builds on.
+ * Kernel: init_flags_valid(), "if ((init_flags & FUSE_URING_ZERO_COPY) &&
+ * (init_flags & zero_copy) != zero_copy) return false;".
+ */
+static void bend_zero_copy_without_pinned(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->flags = FUSE_URING_BUFRING | FUSE_URING_ZERO_COPY;
+}
+
+void case_zero_copy_without_pinned(const char *name)
+{
+	first_register(name, -EINVAL, bend_zero_copy_without_pinned);
+}
+
+static void bend_zero_copy_without_pinned_buffers(struct reg *r, struct qmem *q)
+{
+	(void)q;
+	r->flags = FUSE_URING_BUFRING | FUSE_URING_PINNED_HEADERS |
+		   FUSE_URING_ZERO_COPY;
+}
+
+void case_zero_copy_without_pinned_buffers(const char *name)
+{
+	first_register(name, -EINVAL, bend_zero_copy_without_pinned_buffers);
+}
+
+/*
+ * All four flags, but CAP_SYS_ADMIN off in the effective set (after the
+ * mount, which needs it). Kernel: fuse_uring_register(), "if ((init_flags
+ * & FUSE_URING_ZERO_COPY) && !capable(CAP_SYS_ADMIN)) return -EPERM;".
+ */
+void case_zero_copy_without_cap_sys_admin(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+	int err, res;
+
+	if (qmem_good(name, &q))
+		return;
+	q.flags = ZERO_COPY_ALL;
+	r = reg_bufring(0, 0, &q);
+	if (conn_open(&c, name) == 0) {
+		err = cap_effective(CAP_SYS_ADMIN, false);
+		if (err) {
+			fail(name, "set-up: drop CAP_SYS_ADMIN: %s", strerror(-err));
+		} else {
+			res = do_register(&c, &r);
+			cap_effective(CAP_SYS_ADMIN, true);
+			expect_res(name, -EPERM, res);
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
+/* ---- with requests, served by serve_mini() ------------------------------ */
+
+/*
+ * A zero-copy connection: all four flags on every queue, a sparse
+ * fixed-buffer table of table_slots on the (one) ring, and on each queue
+ * only the entry ids in ents[qid] (a queue may have fewer entries than its
+ * queue_depth). The queues share this ring, so their entries get ids of
+ * their own, as the kernel's slot is the entry id.
+ */
+static int zero_copy_setup(const char *name, struct conn *c, struct qmem *qs,
+			   unsigned int table_slots, const uint16_t *ents)
+{
+	unsigned int q;
+	int err;
+
+	for (q = 0; q < nr_queues; q++)
+		if (qmem_good(name, &qs[q]))
+			return -1;
+	for (q = 0; q < nr_queues; q++)
+		qs[q].flags = ZERO_COPY_ALL;
+	if (conn_open(c, name))
+		return -1;
+	err = io_uring_register_buffers_sparse(&c->ring, table_slots);
+	if (err)
+		return fail(name, "set-up: io_uring_register_buffers_sparse(%u): %s",
+			    table_slots, strerror(-err));
+	for (q = 0; q < nr_queues; q++) {
+		struct reg r = reg_bufring((uint16_t)q, ents[q], &qs[q]);
+
+		if (setup_register(name, c, &r))
+			return -1;
+	}
+	return 0;
+}
+
+/* The table-too-small client: read, three writes, a LOOKUP, close. */
+static void client_table_too_small(struct client *cl)
+{
+	char path[256];
+	struct stat st;
+	int fd, i;
+
+	mnt_path(path, sizeof(path), "f");
+	fd = open(path, O_RDWR);
+	cl->open_err = fd < 0 ? errno : 0;
+	if (fd < 0)
+		return;
+	cl->read_n = read(fd, cl->data, IO_SIZE);
+	cl->read_err = cl->read_n < 0 ? errno : 0;
+	memset(cl->data, 'w', IO_SIZE);
+	for (i = 0; i < 3; i++)
+		cl->write_err[i] = pwrite(fd, cl->data, IO_SIZE, 0) < 0 ? errno : 0;
+	mnt_path(path, sizeof(path), "g");
+	cl->stat_err = stat(path, &st) < 0 ? errno : 0;
+	cl->close_err = close(fd) < 0 ? errno : 0;
+}
+
+/*
+ * The fixed-buffer table has one slot, 0, and every queue's one entry has
+ * id 1: the kernel cannot register a READ's or WRITE's folios at index 1
+ * (io_buffer_register_bvec(): "if (index >= data->nr) return -EINVAL"),
+ * so each such request fails with -EINVAL before the server sees it, and
+ * the entry goes on with the next request. Asserted: read(2) and three
+ * write(2)s fail with EINVAL, no READ or WRITE reaches the server, and a
+ * LOOKUP afterwards is served, with one of the payload buffers the failed
+ * WRITEs had (so none was lost). The kernel must log no warning (the guest
+ * script checks).
+ */
+void case_zero_copy_table_too_small(const char *name)
+{
+	static const uint16_t ents[] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_UNEXPECTED, .memfd = -1 };
+	struct conn c = { .fd = -1 };
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_table_too_small;
+	m.c = &c;
+	m.qs = qs;
+	if (zero_copy_setup(name, &c, qs, 1, ents) == 0 &&
+	    serve_mini(&m, cl) == 0) {
+		if (cl->open_err)
+			fail(name, "open: %s", strerror(cl->open_err));
+		else if (cl->read_err != EINVAL)
+			fail(name, "read(2): expected EINVAL, got %s",
+			     cl->read_err ? strerror(cl->read_err) : "success");
+		else if (cl->write_err[0] != EINVAL || cl->write_err[1] != EINVAL ||
+			 cl->write_err[2] != EINVAL)
+			fail(name, "write(2) x3: expected EINVAL each, got %d %d %d",
+			     cl->write_err[0], cl->write_err[1], cl->write_err[2]);
+		else if (m.unexpected)
+			fail(name, "%d READ/WRITE reached the server", m.unexpected);
+		else if (cl->stat_err)
+			fail(name, "stat(2) of g after the failed WRITEs: %s",
+			     strerror(cl->stat_err));
+		else
+			pass(name);
+	}
+out:
+	conn_close(&c);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
+/* The directions client: read 4 KiB of "f", then write 4 KiB at 4096. */
+static void client_read_write(struct client *cl)
+{
+	char path[256];
+	int fd;
+
+	mnt_path(path, sizeof(path), "f");
+	fd = open(path, O_RDWR);
+	cl->open_err = fd < 0 ? errno : 0;
+	if (fd < 0)
+		return;
+	cl->read_n = pread(fd, cl->rdata, IO_SIZE, 0);
+	cl->read_err = cl->read_n < 0 ? errno : 0;
+	memset(cl->data, 'w', IO_SIZE);
+	cl->write_err[0] = pwrite(fd, cl->data, IO_SIZE, IO_SIZE) != IO_SIZE ?
+			   (errno ? errno : EIO) : 0;
+	cl->close_err = close(fd) < 0 ? errno : 0;
+}
+
+/*
+ * A zero-copied READ and WRITE, served at the lowest level: the READ's
+ * folios are the fixed buffer at its entry id, IO_IMU_DEST, so WRITE_FIXED
+ * on them (which would read them) fails with -EFAULT and READ_FIXED from
+ * "f"'s memfd fills them: read(2) returns the memfd's bytes. The WRITE's
+ * are IO_IMU_SOURCE: READ_FIXED (which would write into the caller's
+ * memory) fails with -EFAULT, WRITE_FIXED stores them in the memfd. And
+ * READ_FIXED at an index that holds no request fails with -EFAULT (kernel:
+ * io_import_reg_buf(), "node = io_find_buf_node(...); if (!node) return
+ * -EFAULT;" and io_import_fixed(), "if (!(imu->dir & (1 << ddir))) return
+ * -EFAULT;").
+ */
+void case_zero_copy_fixed_directions(const char *name)
+{
+	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_FIXED, .memfd = -1 };
+	struct conn c = { .fd = -1 };
+	char pattern[FILE_SIZE], back[IO_SIZE], want[IO_SIZE];
+	int i;
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	for (i = 0; i < FILE_SIZE; i++)
+		pattern[i] = (char)('a' + i % 26);
+	m.memfd = memfd_create("f", MFD_CLOEXEC);
+	if (m.memfd < 0 || pwrite(m.memfd, pattern, FILE_SIZE, 0) != FILE_SIZE) {
+		fail(name, "set-up: memfd: %s", strerror(errno));
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_read_write;
+	m.c = &c;
+	m.qs = qs;
+	m.wrong_dir_read = m.wrong_dir_write = m.empty_slot = 1;
+	if (zero_copy_setup(name, &c, qs, DEPTH, ents) == 0 &&
+	    serve_mini(&m, cl) == 0) {
+		memset(want, 'w', IO_SIZE);
+		if (pread(m.memfd, back, IO_SIZE, IO_SIZE) != IO_SIZE)
+			memset(back, 0, IO_SIZE);
+		if (cl->open_err)
+			fail(name, "open: %s", strerror(cl->open_err));
+		else if (m.zc_reads != 1 || m.zc_writes != 1 || m.copy_reads ||
+			 m.copy_writes)
+			fail(name, "expected one zero-copied READ and WRITE, got "
+			     "%d and %d (and %d, %d copied)", m.zc_reads,
+			     m.zc_writes, m.copy_reads, m.copy_writes);
+		else if (m.wrong_dir_read != -EFAULT || m.wrong_dir_write != -EFAULT)
+			fail(name, "WRITE_FIXED on a READ's folios gave %d, READ_FIXED "
+			     "on a WRITE's %d, expected -EFAULT (%d) each",
+			     m.wrong_dir_read, m.wrong_dir_write, -EFAULT);
+		else if (m.empty_slot != -EFAULT)
+			fail(name, "READ_FIXED at an empty slot gave %d, expected "
+			     "-EFAULT", m.empty_slot);
+		else if (cl->read_err || cl->read_n != IO_SIZE)
+			fail(name, "read(2): %zd, %s", cl->read_n,
+			     cl->read_err ? strerror(cl->read_err) : "short");
+		else if (memcmp(cl->rdata, pattern, IO_SIZE))
+			fail(name, "read(2) did not return the memfd's bytes");
+		else if (cl->write_err[0])
+			fail(name, "write(2): %s", strerror(cl->write_err[0]));
+		else if (memcmp(back, want, IO_SIZE))
+			fail(name, "the WRITE's data did not reach the memfd");
+		else
+			pass(name);
+	}
+out:
+	conn_close(&c);
+	if (m.memfd >= 0)
+		close(m.memfd);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
+/* ---- zero-copy: the fixed-buffer table changed under a commit in io-wq --- */
+
+#define RACE_MS		15000	/* how long the readers read */
+#define RACE_READERS	4
+
+static char race_pattern[FILE_SIZE];
+
+/* The race's client: readers and a table updater, run by client_race(). */
+struct race {
+	struct conn *c;
+	volatile int stop;
+	uint16_t slot;		/* queue 1's entry id: its fixed-buffer slot */
+	long updates, update_errs;
+	long reads_ok, reads_err, reads_wrong;
+	int setup_err;		/* errno of a failed pin or priority, or 0 */
+	const char *setup_what;
+};
+
+static int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/*
+ * On CPU 0 with the io-wq worker, at a real-time priority: it wakes up
+ * every 20-120 us and empties the slot (IORING_REGISTER_BUFFERS_UPDATE with
+ * an empty iovec), which releases a buffer the kernel registered there.
+ * When it wakes while the worker holds the ring's lock, it waits for the
+ * lock, and the worker's unlock hands the CPU straight to it: its update
+ * runs in the window between io_buffer_register_bvec() dropping the lock
+ * and fuse storing what that returned.
+ */
+static void *race_updater(void *arg)
+{
+	struct race *r = arg;
+	struct sched_param sp = { .sched_priority = 1 };
+	struct iovec empty = { NULL, 0 };
+	unsigned int seed = 1;
+	int err;
+
+	err = pin_to_cpu(0);
+	if (!err)
+		err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (err) {
+		r->setup_err = err;
+		r->setup_what = "the updater's CPU or SCHED_FIFO priority";
+		return NULL;
+	}
+	while (!r->stop) {
+		struct timespec ts = { 0, 20000 + (long)(rand_r(&seed) % 100000) };
+
+		if (io_uring_register_buffers_update_tag(&r->c->ring, r->slot,
+							 &empty, NULL, 1) == 1)
+			r->updates++;
+		else
+			r->update_errs++;
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* On CPU 1, so that its READs go to queue 1; checks every byte it gets. */
+static void *race_reader(void *arg)
+{
+	struct race *r = arg;
+	char path[256];
+	char *buf = aligned_alloc(4096, IO_SIZE);
+	long ok = 0, err = 0, wrong = 0;
+	uint64_t off = 0;
+	int fd;
+
+	if (!buf || pin_to_cpu(1)) {
+		r->setup_err = ENOMEM;
+		r->setup_what = "a reader's buffer or CPU";
+		free(buf);
+		return NULL;
+	}
+	mnt_path(path, sizeof(path), "f");
+	fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		r->setup_err = errno;
+		r->setup_what = "open(2) of f";
+		free(buf);
+		return NULL;
+	}
+	while (!r->stop) {
+		ssize_t n = pread(fd, buf, IO_SIZE, (off_t)off);
+
+		if (n < 0)
+			err++;
+		else if (n != IO_SIZE || memcmp(buf, race_pattern + off, IO_SIZE))
+			wrong++;
+		else
+			ok++;
+		off = (off + IO_SIZE) % FILE_SIZE;
+	}
+	close(fd);
+	free(buf);
+	__atomic_add_fetch(&r->reads_ok, ok, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&r->reads_err, err, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&r->reads_wrong, wrong, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static struct race *race_of_client;
+
+static void client_race(struct client *cl)
+{
+	struct race *r = race_of_client;
+	pthread_t readers[RACE_READERS], updater;
+	unsigned int i, started = 0;
+	bool updating;
+
+	(void)cl;
+	updating = pthread_create(&updater, NULL, race_updater, r) == 0;
+	for (i = 0; i < RACE_READERS; i++)
+		if (pthread_create(&readers[i], NULL, race_reader, r) == 0)
+			started++;
+	if (!updating || started < RACE_READERS) {
+		r->setup_err = EAGAIN;
+		r->setup_what = "pthread_create";
+	}
+	usleep(RACE_MS * 1000);
+	r->stop = 1;
+	for (i = 0; i < started; i++)
+		pthread_join(readers[i], NULL);
+	if (updating)
+		pthread_join(updater, NULL);
+}
+
+/*
+ * The race of kernel patch 0008 a review found: a zero-copied READ is
+ * fetched by a COMMIT_AND_FETCH that io-wq issues (IOSQE_ASYNC, so
+ * IO_URING_F_UNLOCKED), while another thread of the server changes the
+ * fixed-buffer table. io_buffer_register_bvec() takes and drops the ring's
+ * lock itself; if the other thread's update empties the slot before fuse
+ * has stored the buffer it got back, fuse_zero_copy_release() has already
+ * run and the buffer is freed, and fuse_uring_set_up_zero_copy() used to
+ * store it anyway: fuse_zero_copy_end() then revoked freed memory
+ * (KASAN: slab-use-after-free in io_buffer_revoke_bvec on the debug
+ * kernel). Fixed: fuse keeps the buffer only if it was not released.
+ *
+ * The set-up makes the window reachable: io-wq is pinned to CPU 0
+ * (IORING_REGISTER_IOWQ_AFF), with race_updater() at a real-time priority;
+ * four readers on CPU 1 keep queue 1's one entry busy, so each commit
+ * fetches the next READ. Asserted: every read(2) that succeeded returned
+ * the file's bytes (one that failed got EIO, from a READ_FIXED the table
+ * update made fail), at least RACE_READERS zero-copied READs and 100
+ * updates happened, and the kernel log is clean (the per-case check:
+ * KASAN, WARNING, ...). A clean run is not proof: the window is a few
+ * instructions wide, and the case counts how often it was tried.
+ */
+void case_zero_copy_async_commit_vs_table_update(const char *name)
+{
+	static const uint16_t ents[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_RACE, .memfd = -1,
+			  .async_commit = true };
+	struct conn c = { .fd = -1 };
+	struct race r = { .c = &c, .slot = 1 };
+	cpu_set_t cpu0;
+	int i, err;
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	if (need_two_queues(name))
+		goto out;
+	for (i = 0; i < FILE_SIZE; i++)
+		race_pattern[i] = (char)('A' + (i * 7 + i / 4096) % 26);
+	m.memfd = memfd_create("f", MFD_CLOEXEC);
+	if (m.memfd < 0 ||
+	    pwrite(m.memfd, race_pattern, FILE_SIZE, 0) != FILE_SIZE) {
+		fail(name, "set-up: memfd: %s", strerror(errno));
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_race;
+	race_of_client = &r;
+	m.c = &c;
+	m.qs = qs;
+	if (zero_copy_setup(name, &c, qs, nr_queues, ents))
+		goto out;
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	err = io_uring_register_iowq_aff(&c.ring, sizeof(cpu0), &cpu0);
+	if (err) {
+		fail(name, "set-up: io_uring_register_iowq_aff(CPU 0): %s",
+		     strerror(-err));
+		goto out;
+	}
+	if (serve_mini_ms(&m, cl, RACE_MS + MINI_MS) != 0)
+		goto out;
+	printf("# %s: %d zero-copied READs committed from io-wq, %ld table "
+	       "updates; read(2): %ld ok, %ld EIO (%d READ_FIXED failed), "
+	       "%ld wrong\n", name, m.zc_reads, r.updates, r.reads_ok,
+	       r.reads_err, m.fixed_errs, r.reads_wrong);
+	if (r.setup_err)
+		fail(name, "set-up: %s: %s", r.setup_what, strerror(r.setup_err));
+	else if (r.reads_wrong)
+		fail(name, "%ld read(2)s returned other bytes than the file's",
+		     r.reads_wrong);
+	else if (m.zc_reads < RACE_READERS || r.updates < 100)
+		fail(name, "too little happened to call it a race: %d READs, "
+		     "%ld updates", m.zc_reads, r.updates);
+	else if (m.copy_reads || m.copy_writes || m.zc_writes)
+		fail(name, "only zero-copied READs expected, got %d copied READs, "
+		     "%d WRITEs", m.copy_reads, m.copy_writes + m.zc_writes);
+	else
+		pass(name);
+out:
+	conn_close(&c);
+	if (m.memfd >= 0)
+		close(m.memfd);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
+/* The exec client: execve() of "x" in a child; its exit status is errno. */
+static void client_exec(struct client *cl)
+{
+	char path[256];
+	int status;
+	pid_t pid;
+
+	mnt_path(path, sizeof(path), "x");
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { path, NULL };
+
+		execv(path, argv);
+		_exit(errno & 0xff);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+		cl->exec_err = -1;
+		return;
+	}
+	cl->exec_err = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+/*
+ * A READ whose data is not in folios is not zero-copied, even on a
+ * zero-copy queue: execve() reads a file's first bytes with kernel_read(),
+ * an ITER_KVEC iterator, and with FOPEN_DIRECT_IO that becomes a READ
+ * straight into the kernel's buffer (fuse_get_user_pages(): "if
+ * (iov_iter_is_kvec(ii))", args->out_pages stays false, so
+ * can_zero_copy_req() says no). Asserted: the READ arrives without
+ * FUSE_URING_ENT_ZERO_COPY, with a payload buffer, and the script line we
+ * put there reaches exec: execve() fails with ENOENT, for the interpreter
+ * "#!/nonexistent-interpreter" names (ENOEXEC would mean it read nothing).
+ */
+void case_zero_copy_kvec_read_copied(const char *name)
+{
+	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_COPY, .memfd = -1 };
+	struct conn c = { .fd = -1 };
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_exec;
+	m.c = &c;
+	m.qs = qs;
+	if (zero_copy_setup(name, &c, qs, DEPTH, ents) == 0 &&
+	    serve_mini(&m, cl) == 0) {
+		if (m.zc_reads || m.copy_reads < 1)
+			fail(name, "expected copied READs only, got %d copied, %d "
+			     "zero-copied", m.copy_reads, m.zc_reads);
+		else if (cl->exec_err != ENOENT)
+			fail(name, "execve: expected ENOENT (no interpreter), got %s",
+			     cl->exec_err < 0 ? "no child" : strerror(cl->exec_err));
+		else
+			pass(name);
+	}
+out:
+	conn_close(&c);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * The client of zero-copy-abort-revokes-folios: a direct read of "f" into
+ * rdata, which fails when the connection is aborted under it; then, like
+ * any caller, it reuses the buffer (fills it with 'c'), and after the
+ * server had its chance to write into it (ab_stage 3) counts the bytes
+ * that are no longer 'c'.
+ */
+static volatile int ab_stage;	/* 1 read returned, 2 buffer reused, 3 server done */
+static int ab_changed;
+
+static void client_abort(struct client *cl)
+{
+	char path[256];
+	int fd, i;
+
+	mnt_path(path, sizeof(path), "f");
+	fd = open(path, O_RDWR);
+	cl->open_err = fd < 0 ? errno : 0;
+	if (fd >= 0) {
+		cl->read_n = pread(fd, cl->rdata, IO_SIZE, 0);
+		cl->read_err = cl->read_n < 0 ? errno : 0;
+	}
+	memset(cl->rdata, 'c', IO_SIZE);
+	__atomic_store_n(&ab_stage, 2, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&ab_stage, __ATOMIC_SEQ_CST) < 3)
+		usleep(1000);
+	for (i = 0; i < IO_SIZE; i++)
+		ab_changed += cl->rdata[i] != 'c';
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * A connection aborted while the server holds a zero-copied READ: the
+ * teardown ends the request (the caller's read(2) fails with ECONNABORTED)
+ * without a command of the server's ring to unregister the folios with, so
+ * it revokes the buffer (fuse_zero_copy_end(), io_buffer_revoke_bvec()):
+ * a READ_FIXED the server issues after that fails with -EFAULT, and the
+ * caller's buffer, which it may reuse at once, stays as it left it.
+ * (Before the fix, and on 7.3, the READ_FIXED wrote into it.)
+ *
+ * Steps: a zero-copy connection, the client reads "f" (FOPEN_DIRECT_IO);
+ * the server holds the READ; umount2(MNT_FORCE) aborts the connection
+ * (fuse_umount_begin(); the umount itself fails with EBUSY, the file is
+ * open); the client's read returns and it fills its buffer with 'c'; the
+ * server submits READ_FIXED at the entry id from a memfd; the client
+ * counts the bytes that changed.
+ */
+void case_zero_copy_abort_revokes_folios(const char *name)
+{
+	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct client *cl = aligned_alloc(4096, sizeof(*cl));
+	struct mini m = { .name = name, .rw = RW_UNEXPECTED, .memfd = -1 };
+	struct conn c = { .fd = -1 };
+	char pattern[FILE_SIZE], *hdr;
+	struct fuse_in_header ih;
+	int held = -1, late = 0, i, res;
+	uint64_t ud;
+
+	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		goto out;
+	}
+	for (i = 0; i < FILE_SIZE; i++)
+		pattern[i] = (char)('a' + i % 26);
+	m.memfd = memfd_create("f", MFD_CLOEXEC);
+	if (m.memfd < 0 || pwrite(m.memfd, pattern, FILE_SIZE, 0) != FILE_SIZE) {
+		fail(name, "set-up: memfd: %s", strerror(errno));
+		goto out;
+	}
+	memset(cl, 0, sizeof(*cl));
+	cl->fn = client_abort;
+	m.c = &c;
+	m.qs = qs;
+	ab_stage = 0;
+	ab_changed = 0;
+	if (zero_copy_setup(name, &c, qs, DEPTH, ents))
+		goto out;
+	if (pthread_create(&cl->th, NULL, client_thread, cl)) {
+		fail(name, "set-up: pthread_create");
+		goto out;
+	}
+	/* serve LOOKUP and OPEN; hold the READ */
+	while (held < 0) {
+		if (mini_next_cqe(&m, REQUEST_MS, &ud, &res) || res < 0)
+			break;
+		hdr = slot(&qs[UD_QID(ud)], UD_ENT(ud));
+		memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out),
+		       sizeof(ih));
+		if (ih.opcode == FUSE_READ)
+			held = UD_ENT(ud);
+		else
+			mini_serve_one(&m, UD_QID(ud), UD_ENT(ud));
+	}
+	if (held >= 0) {
+		umount2(mnt, MNT_FORCE);	/* aborts; EBUSY for the umount */
+		while (__atomic_load_n(&ab_stage, __ATOMIC_SEQ_CST) < 2)
+			usleep(1000);
+		late = mini_fixed(&m, IORING_OP_READ_FIXED, (uint16_t)held,
+				  m.memfd, IO_SIZE, 0);
+	}
+	__atomic_store_n(&ab_stage, 3, __ATOMIC_SEQ_CST);
+	pthread_join(cl->th, NULL);
+	if (held < 0)
+		fail(name, "no READ reached the server");
+	else if (cl->read_err != ECONNABORTED)
+		fail(name, "read(2) across the abort: expected ECONNABORTED, got %s",
+		     cl->read_err ? strerror(cl->read_err) : "success");
+	else if (late != -EFAULT || ab_changed)
+		fail(name, "after the abort and the caller's read(2) returned, "
+		     "READ_FIXED at entry %d gave %d (expected -EFAULT: the "
+		     "buffer is revoked) and changed %d of the caller's %d "
+		     "bytes", held, late, ab_changed, IO_SIZE);
+	else {
+		printf("# the server held the READ of entry %d; umount2(MNT_FORCE) aborted "
+		       "the connection; the caller's read(2) failed with ECONNABORTED and "
+		       "it refilled its buffer; the server's late READ_FIXED at entry %d "
+		       "then got -EFAULT (revoked), and 0 of the caller's %d bytes changed\n",
+		       held, held, IO_SIZE);
+		pass(name);
+	}
+out:
+	conn_close(&c);
+	if (m.memfd >= 0)
+		close(m.memfd);
+	free(cl);
+	if (qs)
+		qs_free(qs);
+}
