@@ -225,8 +225,9 @@ static void dev_handle(struct srv_session *s, struct srv_req *r)
 /*
  * Serve /dev/fuse until the connection ends or a signal asks us to stop.
  * Once the ring is ready, requests come on the rings; forgets and
- * interrupts still come here (the kernel's fuse_io_uring_ops send them
- * the legacy way). Returns why it stopped, or -errno.
+ * interrupts still come here (the kernel's fuse_io_uring_ops queue them
+ * for read(2) on /dev/fuse, as without io_uring). Returns why it stopped,
+ * or -errno.
  */
 int session_loop(struct srv_session *s)
 {
