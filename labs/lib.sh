@@ -265,3 +265,17 @@ sha_pair() {
 	*) if [ ${#sp_m} = 64 ] && [ "$sp_m" = "$sp_b" ]; then echo ok; else echo "mount '$sp_m', backing '$sp_b'"; fi ;;
 	esac
 }
+# check_fio_modes LAB N MODE...: the checks of a fio_modes step N: every
+# MODE ran its three fio jobs, every read verified, and its server exited
+# 0. The bandwidths are only printed (as comments): TCG's are no measure.
+check_fio_modes() {
+	cfm_lab=$1 cfm_n=$2
+	shift 2
+	for cfm_mode in "$@"; do
+		cfm_line=$(section "$cfm_n" | grep "^$cfm_mode: ")
+		echo "# $cfm_line"
+		check_eq "$cfm_lab step $cfm_n: $cfm_mode: fio layout, seq and rand read verified, server exited 0" "1" \
+			"$(printf '%s\n' "$cfm_line" | grep -c -E "^$cfm_mode: +seq read [0-9.]+ MiB/s, rand read [0-9.]+ MiB/s, verify ok, server exited with status 0\$")"
+	done
+	section "$cfm_n" | sed -n '/^mode /,$p' | sed 's/^/# /'
+}
