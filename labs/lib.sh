@@ -98,7 +98,7 @@ server_log() {
 start_server() {
 	ss_quiet= ss_kib= ss_mnt=$M
 	while :; do
-		case "$1" in
+		case "${1-}" in	# ${1-}: set -u, and no ARGS at all
 		-q) ss_quiet=1; shift ;;
 		-l) ss_kib=$2; shift 2 ;;
 		-m) ss_mnt=$2; shift 2 ;;
