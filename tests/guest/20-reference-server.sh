@@ -38,7 +38,7 @@ cpus() {
 	done | tr '\n' ' '
 }
 # One FUSE queue per possible CPU; the kernel queues on the caller's CPU.
-NQ=$(cpus "$(cat /sys/devices/system/cpu/possible)" | wc -w)
+NQ=$(possible_cpu_count)
 ONLINE=$(cpus "$(cat /sys/devices/system/cpu/online)")
 QMAX=$((NQ - 1))
 

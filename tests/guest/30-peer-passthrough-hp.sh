@@ -35,7 +35,7 @@ pass "passthrough_hp -o io_uring mounts"
 # libfuse starts its rings in the FUSE_INIT handler; the first request
 # after the mount makes sure INIT has been answered.
 stat "$M" >/dev/null
-queues=$(tr ',' '\n' </sys/devices/system/cpu/possible | awk -F- '{ n += ($2 == "" ? 1 : $2 - $1 + 1) } END { print n }')
+queues=$(possible_cpu_count)
 rings=$(ls -l /proc/$pid/fd | grep -c 'anon_inode:\[io_uring\]')
 check_eq "passthrough_hp has one io_uring per FUSE queue" "$queues" "$rings"
 
