@@ -116,13 +116,16 @@ int bufring_find_payload(struct srv_ent *ent)
 	if (!bufring_req_has_buf(ent->header))
 		return 0;
 	/*
-	 * exercise 02.2 begin: the request's payload, by buf_id
+	 * exercise 02.3 begin: the request's payload, by buf_id
 	 * hint: the kernel wrote the index of the buffer it lent into the
 	 *       entry's header slot, ring_ent_in_out.buf_id. Buffer i starts
-	 *       i x --payload-size bytes into the queue's payload region. An
-	 *       index past the queue's --nbufs buffers is the kernel's bug or
-	 *       a stranger's: say so and return -EPROTO. Set ent->req.payload
-	 *       and ent->req.buf (the index, for --trace).
+	 *       i x --payload-size (o->payload_size) bytes into the queue's
+	 *       payload region, q->payload_mem. An index past the queue's
+	 *       o->nbufs buffers is the kernel's bug or a stranger's: print it
+	 *       on stderr (queue, entry, buf_id, as ring.c's messages do) and
+	 *       return -EPROTO. Set ent->req.payload and ent->req.buf (the
+	 *       index, for --trace). Requests without a buffer never get
+	 *       here: bufring_req_has_buf() (TODO 2) said so above.
 	 * read: docs/buffer-rings.rst, "The payload buffers: struct fuse_bufring"
 	 * stub: (void)q;
 	 * stub: (void)o;
@@ -136,7 +139,7 @@ int bufring_find_payload(struct srv_ent *ent)
 	}
 	ent->req.buf = (int)id;
 	ent->req.payload = (char *)q->payload_mem + (size_t)id * o->payload_size;
-	/* exercise 02.2 end */
+	/* exercise 02.3 end */
 	return 0;
 }
 /* doc: bufring-request-end */
@@ -156,14 +159,17 @@ int bufring_find_payload(struct srv_ent *ent)
 bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
 {
 	/*
-	 * exercise 02.3 begin: which requests the kernel lent a buffer
+	 * exercise 02.2 begin: which requests the kernel lent a buffer
 	 * hint: decide by what the request is, never by buf_id (0 means
 	 *       "none" and "buffer 0" alike). A request has payload when
 	 *       its arguments continue in the buffer (payload_sz > 0) or its
-	 *       reply has data (the out_args of its fuse_op_info()). A READ
-	 *       or WRITE the kernel zero-copied (req_zero_copied()) brings no
-	 *       data: only the WRITE still gets a buffer, for its reply.
-	 * read: docs/buffer-rings.rst, "What a request without payload gets"
+	 *       reply has data (the out_args of its fuse_op_info(), which is
+	 *       NULL for an opcode the table does not know). Test
+	 *       req_zero_copied() first: a zero-copied READ gets no buffer,
+	 *       and a zero-copied WRITE gets one for its reply, although its
+	 *       payload_sz counts data that is not in the buffer.
+	 * read: docs/buffer-rings.rst, "What a request without payload gets";
+	 *       docs/zero-copy.rst, "Which requests take a payload buffer"
 	 * stub: (void)hdr;
 	 * stub: return true;
 	 */
@@ -179,7 +185,7 @@ bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
 	if (req_zero_copied(hdr))
 		return in->opcode == FUSE_WRITE;
 	return hdr->ring_ent_in_out.payload_sz > 0 || (op && op->out_args);
-	/* exercise 02.3 end */
+	/* exercise 02.2 end */
 }
 /* doc: bufring-has-buf-end */
 

@@ -122,6 +122,93 @@ running() {
 		[ "$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null)" != Z ]
 }
 
+# ---- the kernel log -----------------------------------------------------
+
+# What a kernel says when something is wrong with it: tests/guest/run reads
+# the log after every test file with it, a test that runs many cases after
+# each of its own. The C programs have the same list (tests/kernel-log.h).
+SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|KFENCE:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task|possible circular locking|inconsistent lock state|sleeping function called from invalid context'
+
+# log_marker NAME: write a unique line to the kernel log and print it, to
+# read from there on with kernel_splats.
+log_marker() {
+	lm="$1 $(date +%s%N)"
+	echo "$lm" >/dev/kmsg
+	printf '%s\n' "$lm"
+}
+
+# kernel_splats MARKER [IGNORE]: the first three splats logged since MARKER
+# on one line, leaving out lines that match the extended regex IGNORE;
+# nothing if there are none.
+kernel_splats() {
+	dmesg | sed -n "\\|$1|,\$p" | grep -E "$SPLATS" |
+		{ if [ -n "${2:-}" ]; then grep -vE "$2"; else cat; fi; } |
+		head -n 3 | tr '\n' ' '
+}
+
+# kernel_log_clean LABEL MARKER [IGNORE]: one check, that the kernel logged
+# no splat since MARKER.
+kernel_log_clean() {
+	kl_splat=$(kernel_splats "$2" "${3:-}")
+	if [ -n "$kl_splat" ]; then
+		fail "$1" "$kl_splat"
+	else
+		pass "$1"
+	fi
+}
+
+# ---- the reference server ------------------------------------------------
+
+# refsrv_setup WORKDIR: what every test of the reference server starts
+# with. SRV (REFSRV: another build to test, e.g.
+# build/reference-server/sanitize/...), B and M in an empty WORKDIR on the
+# guest's tmpfs, FUSE over io_uring switched on. Fails, and exits, when the
+# server is not built.
+refsrv_setup() {
+	SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
+	W=$1
+	B=$W/backing
+	M=$W/mnt
+	SRV_PID=
+	if [ ! -x "$SRV" ]; then
+		fail "reference server is built" "$SRV missing: run 'make server'"
+		exit 1
+	fi
+	echo 1 >/sys/module/fuse/parameters/enable_uring
+	rm -rf "$W"
+	mkdir -p "$B" "$M"
+}
+
+# refsrv_exits_after WHAT: after something that ends the connection (a
+# forced unmount, an abort), the server, SRV_PID, exits 0 within 20 s,
+# and nothing is left mounted. Two checks (and a kill -9 if it hangs).
+refsrv_exits_after() {
+	if wait_gone "$SRV_PID" 20; then
+		wait "$SRV_PID"
+		check_eq "$1: the server exits 0" "0" "$?"
+	else
+		fail "$1: the server exits" "still running 20 s later"
+		kill -9 "$SRV_PID"
+	fi
+	SRV_PID=
+	check_eq "$1: nothing mounted" "none" "$(mount_type "$M")"
+}
+
+# program_setup LABEL PROG WORKDIR: for a test that runs one of the C
+# programs in tests/ on a mount of its own at WORKDIR/mnt. Fails, and
+# exits, when PROG is not built; makes WORKDIR/mnt empty, and removes it
+# at exit with whatever the program left mounted there.
+program_setup() {
+	if [ ! -x "$2" ]; then
+		fail "$1: program is built" "$2 missing: run 'make tests'"
+		exit 1
+	fi
+	PROGRAM_DIR=$3
+	trap 'umount -l "$PROGRAM_DIR/mnt" 2>/dev/null; rm -rf "$PROGRAM_DIR"' EXIT
+	rm -rf "$3"
+	mkdir -p "$3/mnt"
+}
+
 # refsrv_start LOG ARGS...: start the reference server in the foreground (as
 # a child, pid in SRV_PID) on $B and $M, and wait until it printed its
 # "N queues x M entries" line, i.e. every REGISTER was accepted. Returns 1

@@ -31,9 +31,10 @@ static void register_fields(enum srv_mode mode, uint64_t want_flags)
 	bufring_prep_register(sqe, ent);
 
 	if (req->flags != want_flags)
-		wrong("in %s mode REGISTER's flags are %#llx, expected %#llx: "
-		      "the kernel would take it for an iovec REGISTER, or "
-		      "refuse it", mode_name(mode),
+		wrong("in %s mode REGISTER's flags are %#llx, expected %#llx, "
+		      "the flags of that mode (bufring_register_flags()): the "
+		      "kernel would set the queue up for another mode, or take "
+		      "it for an iovec REGISTER", mode_name(mode),
 		      (unsigned long long)req->flags,
 		      (unsigned long long)want_flags);
 	snprintf(what, sizeof(what), "REGISTER's init.buf_size (--payload-size "
@@ -58,7 +59,7 @@ static void check_register(void)
 			FUSE_URING_BUFRING | FUSE_URING_PINNED_HEADERS);
 }
 
-/* TODO 2: the payload by buf_id, for requests that have one. */
+/* TODO 3: the payload by buf_id, for requests that have one. */
 static void payload_of(struct fake *f, uint32_t opcode, uint32_t payload_sz,
 		       unsigned int buf_id)
 {
@@ -73,12 +74,20 @@ static void payload_of(struct fake *f, uint32_t opcode, uint32_t payload_sz,
 		      "expected 0", fuse_opcode_name(opcode), buf_id, ret);
 		return;
 	}
-	if (ent->req.payload != want)
-		wrong("a %s with buf_id %u: the payload is %s, expected the "
-		      "payload region + %u x %d bytes: the server would read and "
-		      "write another request's buffer", fuse_opcode_name(opcode),
-		      buf_id, !ent->req.payload ? "NULL" :
-		      "somewhere else", buf_id, PSIZE);
+	if (!ent->req.payload && !bufring_req_has_buf(ent->header))
+		wrong("a %s with buf_id %u: bufring_req_has_buf() (TODO 2) says "
+		      "it has no buffer, so its payload is NULL",
+		      fuse_opcode_name(opcode), buf_id);
+	else if (!ent->req.payload)
+		wrong("a %s with buf_id %u: the payload is NULL, expected the "
+		      "payload region + %u x %d bytes: the server would find no "
+		      "buffer and fail the request", fuse_opcode_name(opcode),
+		      buf_id, buf_id, PSIZE);
+	else if (ent->req.payload != want)
+		wrong("a %s with buf_id %u: the payload is not the payload "
+		      "region + %u x %d bytes: the server would read and write "
+		      "another request's buffer", fuse_opcode_name(opcode),
+		      buf_id, buf_id, PSIZE);
 	if (ent->req.buf != (int)buf_id)
 		wrong("a %s with buf_id %u: ent->req.buf is %d, expected %u "
 		      "(--trace prints it as buf=)", fuse_opcode_name(opcode),
@@ -110,7 +119,7 @@ static void check_payload(void)
 		      "expected NULL", NBUFS);
 }
 
-/* TODO 3: which requests were lent a buffer; buf_id 0 in every case. */
+/* TODO 2: which requests were lent a buffer; buf_id 0 in every case. */
 static void has_buf(uint32_t opcode, uint32_t payload_sz, uint64_t flags,
 		    bool want, const char *why)
 {
@@ -139,6 +148,9 @@ static void check_has_buf(void)
 		"lent it nothing, and buf_id 0 may be another entry's buffer");
 	has_buf(FUSE_RELEASE, 0, 0, false,
 		"no payload either way: buf_id 0 means none here");
+	/* opcode 7 was never used: fuse_op_info() has no row for it */
+	has_buf(7, 0, 0, false,
+		"an opcode the table does not know has no reply data to hold");
 	has_buf(FUSE_READ, 0, FUSE_URING_ENT_ZERO_COPY, false,
 		"a zero-copied READ's data goes straight to the caller's pages");
 	has_buf(FUSE_WRITE, 4096, FUSE_URING_ENT_ZERO_COPY, true,
@@ -150,8 +162,8 @@ int main(void)
 {
 	static const struct exercise_check checks[] = {
 		{ 1, check_register },
-		{ 2, check_payload },
-		{ 3, check_has_buf },
+		{ 2, check_has_buf },
+		{ 3, check_payload },
 	};
 
 	return exercise_main(checks, sizeof(checks) / sizeof(checks[0]));

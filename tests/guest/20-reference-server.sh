@@ -9,25 +9,12 @@
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
-# REFSRV: another build to test, e.g. build/reference-server/sanitize/...
-SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
 PARAM=/sys/module/fuse/parameters/enable_uring
-W=/tmp/refsrv		# tmpfs in the guest
-B=$W/backing
-M=$W/mnt
 FIO_SIZE=16M
+refsrv_setup /tmp/refsrv	# tmpfs in the guest
 
-if [ ! -x "$SRV" ]; then
-	fail "reference server is built" "$SRV missing: run 'make server'"
-	exit 1
-fi
-
-rm -rf "$W"
-mkdir -p "$B" "$M"
-
-# The server's process, and a last-resort cleanup if a check goes wrong.
-# The server logs go back to the host with the run folder.
-SRV_PID=
+# A last-resort cleanup if a check goes wrong. The server logs go back to
+# the host with the run folder.
 cleanup() { refsrv_cleanup refsrv; }
 trap cleanup EXIT
 

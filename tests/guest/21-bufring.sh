@@ -12,24 +12,11 @@
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
-# REFSRV: another build to test, e.g. build/reference-server/sanitize/...
-SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
-W=/tmp/bufring		# tmpfs in the guest
-B=$W/backing
-M=$W/mnt
 FIO_SIZE=4M
 DEPTH=8
 MIB=1048576
+refsrv_setup /tmp/bufring	# tmpfs in the guest
 
-if [ ! -x "$SRV" ]; then
-	fail "reference server is built" "$SRV missing: run 'make server'"
-	exit 1
-fi
-echo 1 >/sys/module/fuse/parameters/enable_uring
-rm -rf "$W"
-mkdir -p "$B" "$M"
-
-SRV_PID=
 OLD_CLOCK=
 OLD_KB=
 cleanup() {

@@ -11,7 +11,6 @@ MIB=1048576
 PAGE=$(getconf PAGESIZE)
 # Every mode of the reference server, the stock one first.
 MODES=${MODES:-iovec bufring pinned-headers pinned-buffers zero-copy}
-SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task'
 
 if [ ! -x "$SRV" ]; then
 	fail "reference server is built" "$SRV missing: run 'make server'"
@@ -184,6 +183,5 @@ fio_ended() {
 
 # kernel_clean NAME MARKER: no warning in the kernel log since MARKER.
 kernel_clean() {
-	c_splat=$(dmesg | sed -n "\\|$2|,\$p" | grep -E "$SPLATS" | head -n 3)
-	check_eq "$1: the kernel logged no warning" "" "$(echo "$c_splat" | tr '\n' ' ' | sed 's/ $//')"
+	kernel_log_clean "$1: the kernel logged no warning" "$2"
 }
