@@ -167,6 +167,16 @@ static int exercise_main(const struct exercise_check *checks, size_t n)
 	return failed ? 1 : 0;
 }
 
+/* A lab's main(): its checks, in TODO order, e.g.
+ * EXERCISE_MAIN({ 1, check_register }, { 2, check_has_buf }) */
+#define EXERCISE_MAIN(...)						\
+int main(void)								\
+{									\
+	static const struct exercise_check checks_[] = { __VA_ARGS__ };	\
+									\
+	return exercise_main(checks_, sizeof(checks_) / sizeof(checks_[0])); \
+}
+
 #ifdef FUSE_URING_H
 /* ---- a queue and its entries, made up: no ring, no kernel -------------- */
 

@@ -194,6 +194,19 @@ refsrv_exits_after() {
 	check_eq "$1: nothing mounted" "none" "$(mount_type "$M")"
 }
 
+# copy_round_trip SIZE-A SIZE-B: two random files of those sizes, copied
+# onto the mount with cp(1) into a new directory: the mount and the backing
+# directory then hold the same bytes. Four checks; the files stay in $M/dir.
+copy_round_trip() {
+	head -c "$1" /dev/urandom >"$W/a.bin"
+	head -c "$2" /dev/urandom >"$W/b.bin"
+	crt_want=$(cd "$W" && sha256sum a.bin b.bin)
+	check "mkdir on the mount" mkdir "$M/dir"
+	check "cp of two random files onto the mount" cp "$W/a.bin" "$W/b.bin" "$M/dir/"
+	check_eq "sha256sum through the mount matches" "$crt_want" "$(cd "$M/dir" && sha256sum a.bin b.bin)"
+	check_eq "sha256sum of the backing files matches" "$crt_want" "$(cd "$B/dir" && sha256sum a.bin b.bin)"
+}
+
 # program_setup LABEL PROG WORKDIR: for a test that runs one of the C
 # programs in tests/ on a mount of its own at WORKDIR/mnt. Fails, and
 # exits, when PROG is not built; makes WORKDIR/mnt empty, and removes it

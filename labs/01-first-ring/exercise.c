@@ -142,13 +142,4 @@ static void check_reply(void)
 	EXPECT_EQ("an error reply's fuse_out_header.unique", 100, oh->unique);
 }
 
-int main(void)
-{
-	static const struct exercise_check checks[] = {
-		{ 1, check_buffers },
-		{ 2, check_sqe },
-		{ 3, check_reply },
-	};
-
-	return exercise_main(checks, sizeof(checks) / sizeof(checks[0]));
-}
+EXERCISE_MAIN({ 1, check_buffers }, { 2, check_sqe }, { 3, check_reply })

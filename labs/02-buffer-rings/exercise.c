@@ -158,13 +158,4 @@ static void check_has_buf(void)
 		"(fuse_write_out)");
 }
 
-int main(void)
-{
-	static const struct exercise_check checks[] = {
-		{ 1, check_register },
-		{ 2, check_has_buf },
-		{ 3, check_payload },
-	};
-
-	return exercise_main(checks, sizeof(checks) / sizeof(checks[0]));
-}
+EXERCISE_MAIN({ 1, check_register }, { 2, check_has_buf }, { 3, check_payload })

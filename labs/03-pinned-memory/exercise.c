@@ -92,13 +92,4 @@ static void check_memlock(void)
 	allows(0, 0, true, "pinning nothing needs no limit");
 }
 
-int main(void)
-{
-	static const struct exercise_check checks[] = {
-		{ 1, check_region },
-		{ 2, check_pinned_bytes },
-		{ 3, check_memlock },
-	};
-
-	return exercise_main(checks, sizeof(checks) / sizeof(checks[0]));
-}
+EXERCISE_MAIN({ 1, check_region }, { 2, check_pinned_bytes }, { 3, check_memlock })

@@ -165,13 +165,4 @@ static void check_reply(void)
 	io_done(FUSE_WRITE, -ENOSPC, -ENOSPC, 0);
 }
 
-int main(void)
-{
-	static const struct exercise_check checks[] = {
-		{ 1, check_fixed_ops },
-		{ 2, check_tag },
-		{ 3, check_reply },
-	};
-
-	return exercise_main(checks, sizeof(checks) / sizeof(checks[0]));
-}
+EXERCISE_MAIN({ 1, check_fixed_ops }, { 2, check_tag }, { 3, check_reply })

@@ -76,13 +76,7 @@ if mount_bufring "$LOG" 3 --trace; then
 	check_eq "each of the $NQ queues registered its two regions" "$NQ" \
 		"$(grep -c "^trace ring q=[0-9]* registered $DEPTH entries (mode bufring, flags 0x1: iov\\[0\\] $((DEPTH * 288)) B, iov\\[1\\] $((3 * MIB)) B)\$" "$LOG")"
 
-	head -c $((2 * MIB)) /dev/urandom >"$W/a.bin"
-	head -c 100000 /dev/urandom >"$W/b.bin"
-	want=$(cd "$W" && sha256sum a.bin b.bin)
-	check "mkdir on the mount" mkdir "$M/dir"
-	check "cp of two random files onto the mount" cp "$W/a.bin" "$W/b.bin" "$M/dir/"
-	check_eq "sha256sum through the mount matches" "$want" "$(cd "$M/dir" && sha256sum a.bin b.bin)"
-	check_eq "sha256sum of the backing files matches" "$want" "$(cd "$B/dir" && sha256sum a.bin b.bin)"
+	copy_round_trip $((2 * MIB)) 100000
 	check_eq "cat reads back the same bytes" "$(sha256sum <"$W/a.bin")" "$(cat "$M/dir/a.bin" | sha256sum)"
 	check "cp within the mount" cp "$M/dir/a.bin" "$M/copy.bin"
 	check "the copy has the same bytes" cmp "$W/a.bin" "$M/copy.bin"

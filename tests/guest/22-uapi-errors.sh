@@ -34,30 +34,14 @@ PROG=$LAB_TOP/build/tests/uapi-errors
 W=/tmp/uapi-errors		# tmpfs in the guest
 OUT=$W/output.txt
 LABEL="uapi errors"
-# What a kernel says when something is wrong with it (tests/guest/run's list,
-# and the program's kernel_splats[]).
-SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|KFENCE:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task|possible circular locking|inconsistent lock state|sleeping function called from invalid context'
 # kmemleak's own allocation failed under fault injection (the fault-inject
 # cases of tests/uapi-errors/fault-inject.c): it scans the whole object
 # instead; not a report of the kernel under test.
 FAULT_INJECTION_ARTIFACT='kmemleak: Cannot allocate a scan area'
 
-if [ ! -x "$PROG" ]; then
-	fail "$LABEL: program is built" "$PROG missing: run 'make tests'"
-	exit 1
-fi
-
 # A mount the program left behind (if it died) must not outlive the test.
-cleanup() {
-	umount -l "$W/mnt" 2>/dev/null
-	rm -rf "$W"
-}
-trap cleanup EXIT
-rm -rf "$W"
-mkdir -p "$W/mnt"
-
-marker="uapi-errors-start $(date +%s%N)"
-echo "$marker" >/dev/kmsg
+program_setup "$LABEL" "$PROG" "$W"
+marker=$(log_marker uapi-errors-start)
 
 # The program bounds every wait itself (no case can hang); timeout is the
 # last resort should a syscall never return.
@@ -81,10 +65,6 @@ check_eq "$LABEL: exit status is 1 exactly when a case failed" \
 check_eq "$LABEL: no mount left behind" "" \
 	"$(awk -v m="$W/mnt" '$2 == m' /proc/mounts)"
 
-splat=$(dmesg | sed -n "\\|$marker|,\$p" | grep -E "$SPLATS" | grep -v "$FAULT_INJECTION_ARTIFACT" | head -n 3)
-if [ -n "$splat" ]; then
-	fail "$LABEL: the kernel logged no warning" "$(echo "$splat" | tr '\n' ' ')"
-else
-	pass "$LABEL: the kernel logged no warning"
-fi
+kernel_log_clean "$LABEL: the kernel logged no warning" "$marker" \
+	"$FAULT_INJECTION_ARTIFACT"
 exit 0

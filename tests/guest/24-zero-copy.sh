@@ -13,29 +13,14 @@
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
-# REFSRV: another build to test, e.g. build/reference-server/sanitize/...
-SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
 EMPTY_SLOT=$LAB_TOP/build/tests/fixed-buf-empty-slot
-W=/tmp/zero-copy	# tmpfs in the guest
-B=$W/backing
-M=$W/mnt
 FIO_SIZE=2M
 DEPTH=8
 MIB=1048576
 TRACEFS=/sys/kernel/tracing
-SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task'
+refsrv_setup /tmp/zero-copy	# tmpfs in the guest
+marker=$(log_marker 24-zero-copy-start)
 
-if [ ! -x "$SRV" ]; then
-	fail "reference server is built" "$SRV missing: run 'make server'"
-	exit 1
-fi
-echo 1 >/sys/module/fuse/parameters/enable_uring
-rm -rf "$W"
-mkdir -p "$B" "$M"
-marker="24-zero-copy-start $(date +%s%N)"
-echo "$marker" >/dev/kmsg
-
-SRV_PID=
 cleanup() {
 	[ -w "$TRACEFS/events/fuse/fuse_uring_send/enable" ] &&
 		echo 0 >"$TRACEFS/events/fuse/fuse_uring_send/enable"
@@ -94,13 +79,7 @@ need=$((NQ * (4096 + DEPTH * MIB)))
 check_eq "VmPin: both regions of every queue, as pinned-buffers ($((need / 1024)) kB)" \
 	"$((need / 1024))" "$(vmpin_kb "$SRV_PID")"
 
-head -c $((MIB + 12345)) /dev/urandom >"$W/a.bin"
-head -c 100001 /dev/urandom >"$W/b.bin"
-want=$(cd "$W" && sha256sum a.bin b.bin)
-check "mkdir on the mount" mkdir "$M/dir"
-check "cp of two random files onto the mount" cp "$W/a.bin" "$W/b.bin" "$M/dir/"
-check_eq "sha256sum through the mount matches" "$want" "$(cd "$M/dir" && sha256sum a.bin b.bin)"
-check_eq "sha256sum of the backing files matches" "$want" "$(cd "$B/dir" && sha256sum a.bin b.bin)"
+copy_round_trip $((MIB + 12345)) 100001
 echo 3 >/proc/sys/vm/drop_caches
 check_eq "cat after drop_caches reads the same bytes" "$(sha256sum <"$W/a.bin")" "$(cat "$M/dir/a.bin" | sha256sum)"
 check "dd iflag=direct reads the same bytes" sh -c "dd if='$M/dir/b.bin' bs=64k iflag=direct status=none | cmp - '$W/b.bin'"
@@ -270,15 +249,7 @@ if refsrv_start "$LOG" --mode=zero-copy --queue-depth=$DEPTH; then
 	fio_bg forced
 	forced_unmount
 	fio_failed forced "forced unmount"
-	if wait_gone "$SRV_PID" 20; then
-		wait "$SRV_PID"
-		check_eq "forced unmount: the server exits 0" "0" "$?"
-	else
-		fail "forced unmount: the server exits" "still running 20 s later"
-		kill -9 "$SRV_PID"
-	fi
-	SRV_PID=
-	check_eq "forced unmount: nothing mounted" "none" "$(mount_type "$M")"
+	refsrv_exits_after "forced unmount"
 else
 	fail "zero-copy mount for the forced unmount" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
 fi
@@ -299,6 +270,5 @@ else
 fi
 took "kill -9 and forced unmount"
 
-splat=$(dmesg | sed -n "\\|$marker|,\$p" | grep -E "$SPLATS" | head -n 3)
-check_eq "the kernel logged no warning" "" "$(echo "$splat" | tr '\n' ' ' | sed 's/ $//')"
+kernel_log_clean "the kernel logged no warning" "$marker"
 exit 0

@@ -16,7 +16,6 @@ PROG=$LAB_TOP/build/tests/uapi-fuzz
 W=/tmp/uapi-fuzz		# tmpfs in the guest
 OUT=$W/output.txt
 MODES="iovec bufring pinned-headers pinned-buffers zero-copy"
-SPLATS='BUG:|WARNING:|Oops|Kernel panic|general protection fault|blocked for more than|UBSAN:|KASAN:|KFENCE:|kmemleak:|list_(add|del) corruption|refcount_t:|INFO: task|possible circular locking|inconsistent lock state|sleeping function called from invalid context'
 
 if [ "${LAB_FLAVOR:-}" = debug ]; then
 	SECONDS_DEFAULT=600
@@ -25,20 +24,8 @@ else
 fi
 FUZZ_SECONDS=${FUZZ_SECONDS:-$SECONDS_DEFAULT}
 
-if [ ! -x "$PROG" ]; then
-	fail "uapi fuzzer: program is built" "$PROG missing: run 'make tests'"
-	exit 1
-fi
-cleanup() {
-	umount -l "$W/mnt" 2>/dev/null
-	rm -rf "$W"
-}
-trap cleanup EXIT
-rm -rf "$W"
-mkdir -p "$W/mnt"
-
-marker="uapi-fuzz-start $(date +%s%N)"
-echo "$marker" >/dev/kmsg
+program_setup "uapi fuzzer" "$PROG" "$W"
+marker=$(log_marker uapi-fuzz-start)
 # Each episode bounds its own end (30 s for its processes to go); timeout
 # is the last resort should the program itself never return.
 timeout $((FUZZ_SECONDS + 300)) "$PROG" --seconds "$FUZZ_SECONDS" \
@@ -58,10 +45,5 @@ for mode in $MODES; do
 done
 check_eq "uapi fuzzer: no mount left behind" "" \
 	"$(awk -v m="$W/mnt" '$2 == m' /proc/mounts)"
-splat=$(dmesg | sed -n "\\|$marker|,\$p" | grep -E "$SPLATS" | head -n 3)
-if [ -n "$splat" ]; then
-	fail "uapi fuzzer: the kernel logged no warning" "$(echo "$splat" | tr '\n' ' ')"
-else
-	pass "uapi fuzzer: the kernel logged no warning"
-fi
+kernel_log_clean "uapi fuzzer: the kernel logged no warning" "$marker"
 exit 0

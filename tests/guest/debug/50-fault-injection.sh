@@ -110,8 +110,7 @@ cleanup() {
 	refsrv_cleanup fault-injection
 }
 trap cleanup EXIT
-marker="50-fault-injection-start $(date +%s%N)"
-echo "$marker" >/dev/kmsg
+marker=$(log_marker 50-fault-injection-start)
 
 # The outer server, through refsrv_start (it uses $B and $M).
 B=$OB M=$OM

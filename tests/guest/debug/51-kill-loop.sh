@@ -30,8 +30,7 @@ cleanup() {
 	refsrv_cleanup kill-loop
 }
 trap cleanup EXIT
-marker="51-kill-loop-start $(date +%s%N)"
-echo "$marker" >/dev/kmsg
+marker=$(log_marker 51-kill-loop-start)
 
 BASE_PINS=$(pins)
 echo "# $NQ queues, $KILL_LOOPS kills per mode, FOLL_PIN baseline $BASE_PINS pages"

@@ -25,8 +25,7 @@ cleanup() {
 	refsrv_cleanup abort-inflight
 }
 trap cleanup EXIT
-marker="52-abort-inflight-start $(date +%s%N)"
-echo "$marker" >/dev/kmsg
+marker=$(log_marker 52-abort-inflight-start)
 
 if ! mountpoint -q /sys/fs/fuse/connections; then
 	fail "fusectl is mounted on /sys/fs/fuse/connections" "mount -t fusectl failed"

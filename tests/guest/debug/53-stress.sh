@@ -27,8 +27,7 @@ cleanup() {
 	refsrv_cleanup stress
 }
 trap cleanup EXIT
-marker="53-stress-start $(date +%s%N)"
-echo "$marker" >/dev/kmsg
+marker=$(log_marker 53-stress-start)
 cd "$W" || exit 1	# fio may leave verify state files in its folder
 
 # The four files and the block size each is written and read with (fio

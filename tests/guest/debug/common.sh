@@ -1,29 +1,20 @@
 # tests/guest/debug/common.sh: what the reliability tests (issue #10) share.
 # Sourced by tests/guest/debug/5N-*.sh after tests/lib.sh; not a test
 # itself (tests/guest/run only runs [0-9]*.sh). The caller sets W (its
-# tmpfs work folder) before sourcing; this sets SRV, B, M and the rest.
+# tmpfs work folder) before sourcing; this sets SRV, B, M (refsrv_setup)
+# and the rest.
 
-SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
-B=$W/backing
-M=$W/mnt
 DEPTH=8
 MIB=1048576
 PAGE=$(getconf PAGESIZE)
 # Every mode of the reference server, the stock one first.
 MODES=${MODES:-iovec bufring pinned-headers pinned-buffers zero-copy}
 
-if [ ! -x "$SRV" ]; then
-	fail "reference server is built" "$SRV missing: run 'make server'"
-	exit 1
-fi
-echo 1 >/sys/module/fuse/parameters/enable_uring
+refsrv_setup "$W"
 mkdir -p /sys/fs/fuse/connections 2>/dev/null
 mountpoint -q /sys/fs/fuse/connections ||
 	mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
-rm -rf "$W"
-mkdir -p "$B" "$M"
 NQ=$(possible_cpu_count)
-SRV_PID=
 
 T0=$(date +%s)
 took() { echo "# $1 took $(($(date +%s) - T0)) s"; T0=$(date +%s); }
