@@ -23,10 +23,12 @@ KERNEL_DEB=$CACHE/downloads/linux-source-7.2_${KERNEL_DEB_VERSION}_all.deb
 # the build folders, one per flavour, so a debug kernel never dirties the
 # normal one. LINUX can point at a clone of build/linux (with FLAVOR naming
 # its own build folder) to develop the series without disturbing the tree
-# that `make check` builds.
+# that `make check` builds. LINUX and KOBJ together name another tree and
+# its build folder: the kernel exercise's (scripts/exercise), which
+# `scripts/kernel compile` builds and vm/run boots.
 LINUX=${LINUX:-$BUILD/linux}
 FLAVOR=${FLAVOR:-normal}
-KOBJ=$BUILD/obj/$FLAVOR
+KOBJ=${KOBJ:-$BUILD/obj/$FLAVOR}
 BZIMAGE=$KOBJ/arch/x86/boot/bzImage
 HEADERS=$BUILD/headers
 HEADERS_STOCK=$BUILD/headers-stock	# 7.2 as released: the iovec rung

@@ -56,6 +56,8 @@ class ExerciseTodos(Directive):
     def run(self):
         ex = _exercise_module()
         lab = self.arguments[0]
+        if lab in ex.KERNEL:
+            return [self._kernel(ex, lab)]
         todos = ex.todos(lab)
         env = self.state.document.settings.env
         for rs in todos.values():
@@ -81,6 +83,28 @@ class ExerciseTodos(Directive):
                 item += nodes.paragraph(text='Read: ' + ' '.join(head.fields['read']))
             items += item
         return [items]
+
+
+    def _kernel(self, ex, lab):
+        """A kernel exercise: its TODOs from the lab's spec file."""
+        spec = ex.kernel_spec(lab)
+        self.state.document.settings.env.note_dependency(
+            os.path.join(TOP, ex.KERNEL[lab]))
+        items = nodes.enumerated_list()
+        for k, t in sorted(spec['todos'].items()):
+            item = nodes.list_item(support_smartquotes=False)
+            para = nodes.paragraph()
+            para += nodes.strong(text=t['title'])
+            para += nodes.Text(' (')
+            para += nodes.literal(text='%s()' % t['function'])
+            para += nodes.Text(' in ')
+            para += nodes.literal(text=spec['file'])
+            para += nodes.Text('): ' + ' '.join(t['hint']))
+            item += para
+            if t.get('read'):
+                item += nodes.paragraph(text='Read: ' + ' '.join(t['read']))
+            items += item
+        return items
 
 
 class Answer(Directive):
