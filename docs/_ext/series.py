@@ -279,7 +279,83 @@ def generate(app):
     return '\n'.join(out)
 
 
+# ---- naming a patch in prose ---------------------------------------------
+#
+# A patch's number changes when the series changes, so prose never writes
+# one: :patch:`buffer rings` is "patch N", N read from kernel-patches/ (the
+# patch whose subject contains the words), linked to its section of the
+# series page; :v2patch:`10` is the v2 posting's "v2 patch 10/14". A literal
+# "patch 8", "4/14" or "the last patch" in prose is a warning (an error
+# under -W), as is a :patch: that names no patch or several.
+
+def our_patches(app):
+    pdir = os.path.join(app.srcdir, app.config.series_patch_dir)
+    out = []
+    for f in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
+        if f.endswith('.patch') and f != COVER:
+            p = parse_patch(os.path.join(pdir, f))
+            if p:
+                out.append(p)
+    return out
+
+
+def patch_role(name, rawtext, text, lineno, inliner, options={}, content=[]):
+    from docutils import nodes
+    from sphinx.addnodes import pending_xref
+    app = inliner.document.settings.env.app
+    words = norm(text)
+    hits = [p for p in our_patches(app) if words in norm(p['subject'])]
+    if len(hits) != 1:
+        msg = inliner.reporter.warning(
+            f':patch:`{text}` names {len(hits)} patches of kernel-patches/ '
+            '(give words of exactly one subject)', line=lineno)
+        return [nodes.Text(f'patch "{text}"')], [msg]
+    p = hits[0]
+    n = int(p['number'].split('/')[0]) if p['number'] else int(p['file'][:4])
+    ref = pending_xref('', refdomain='std', reftype='ref',
+                       reftarget=label(p['subject']), refexplicit=True)
+    ref += nodes.inline('', f'patch {n}')
+    return [ref], []
+
+
+def v2patch_role(name, rawtext, text, lineno, inliner, options={}, content=[]):
+    from docutils import nodes
+    app = inliner.document.settings.env.app
+    v2 = read_v2(os.path.join(app.srcdir, app.config.series_v2),
+                 os.path.join(app.srcdir, app.config.series_tree))
+    nums = [int(num) for num, _, _ in v2]
+    if not text.isdigit() or int(text) not in nums:
+        msg = inliner.reporter.warning(
+            f':v2patch:`{text}`: the v2 posting has patches 1 to {len(nums)}',
+            line=lineno)
+        return [nodes.Text(text)], [msg]
+    return [nodes.Text(f'v2 patch {int(text)}/{len(nums)}')], []
+
+
+# "patch 8", "patches 5 and 6", "4/14", "(13/14)", "the last patch"; not in
+# literal blocks (indented four spaces or more) and not in comments.
+LITERAL_NUMBER = re.compile(
+    r'(?i)\bpatch(es)?\s+\d|\b\d{1,2}/\d{1,2}\b(?=[,).;: ])|\blast patch\b')
+
+
+def lint_numbers(app, docname, source):
+    if docname == DOCNAME:
+        return
+    for n, line in enumerate(source[0].split('\n'), 1):
+        if line.startswith('    ') or line.lstrip().startswith('..'):
+            continue
+        prose = re.sub(r':(patch|v2patch|ref|doc|term):`[^`]*`|``[^`]*``', '', line)
+        m = LITERAL_NUMBER.search(prose)
+        if m:
+            logger.warning(
+                f'"{m.group(0)}" names a patch by its number: write '
+                ':patch:`words of its subject` (or :v2patch:`N` for the v2 '
+                'posting), which the series renumbers for you',
+                type='series', location=(docname, n))
+
+
 def source_read(app, docname, source):
+    lint_numbers(app, docname, source)
     if docname != DOCNAME:
         return
     if MARKER not in source[0]:
@@ -295,5 +371,7 @@ def setup(app):
     app.add_config_value('series_tree',
                          os.environ.get('LINUX', 'build/linux'), 'env')
     app.connect('source-read', source_read)
+    app.add_role('patch', patch_role)
+    app.add_role('v2patch', v2patch_role)
     return {'version': '1', 'parallel_read_safe': True,
             'parallel_write_safe': True}
