@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 'docs', '_ext'))
 
 root_doc = 'index'
-extensions = ['sphinx.ext.graphviz', 'series', 'kernelpage', 'exercises']
+extensions = ['sphinx.ext.graphviz', 'series', 'kernelpage', 'exercises', 'commands']
 
 # Only the book is source: the top page, the chapters and each lab's README.rst.
 # build/ holds a full Linux tree with thousands of .rst files, so it (and every
