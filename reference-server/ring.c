@@ -116,7 +116,7 @@ static void *region_map(size_t len)
 	 *       no such promise; an anonymous mapping of its own, readable
 	 *       and writable, does, and shares no page with other memory.
 	 *       Return NULL if there is no memory.
-	 * read: docs/pinned.rst, "What REGISTER refuses"
+	 * read: docs/pinned.rst, "Errors: what REGISTER refuses"
 	 * stub: (void)len;
 	 * stub: return NULL;
 	 */
