@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -382,11 +383,22 @@ static int srv_releasedir(struct srv_req *r)
 	return 0;
 }
 
+/* Shared by MKDIR, SYMLINK, LINK and MKNOD: reply with the new name's entry. */
+static int reply_entry(struct srv_req *r, struct srv_inode *parent,
+		       const char *name)
+{
+	struct fuse_entry_out e;
+	int err = do_lookup(parent, name, &e);
+
+	if (!err)
+		memcpy(reply(r, sizeof(e)), &e, sizeof(e));
+	return err;
+}
+
 static int srv_mkdir(struct srv_req *r)
 {
 	const struct fuse_mkdir_in *in = r->arg;
 	struct srv_inode *parent = inode_get(r->in->nodeid);
-	struct fuse_entry_out e;
 	const char *name;
 	size_t n;
 	int err;
@@ -396,10 +408,82 @@ static int srv_mkdir(struct srv_req *r)
 		return err;
 	if (mkdirat(parent->fd, name, in->mode) < 0)
 		return -errno;
-	err = do_lookup(parent, name, &e);
+	return reply_entry(r, parent, name);
+}
+
+/* "name\0target\0": the new link's name, then what it points to. */
+static int srv_symlink(struct srv_req *r)
+{
+	struct srv_inode *parent = inode_get(r->in->nodeid);
+	const char *name, *target;
+	size_t n1, n2;
+	int err;
+
+	err = req_name(r, 0, &name, &n1);
 	if (!err)
-		memcpy(reply(r, sizeof(e)), &e, sizeof(e));
-	return err;
+		err = req_name(r, n1, &target, &n2);
+	if (err)
+		return err;
+	if (symlinkat(target, parent->fd, name) < 0)
+		return -errno;
+	return reply_entry(r, parent, name);
+}
+
+/*
+ * The target, without a NUL. Our O_PATH | O_NOFOLLOW fd of a symlink is the
+ * link itself, which readlinkat() reads with an empty name.
+ */
+static int srv_readlink(struct srv_req *r)
+{
+	ssize_t n = readlinkat(inode_get(r->in->nodeid)->fd, "", r->out,
+			       r->out_size);
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == r->out_size)
+		return -ENAMETOOLONG;	/* the reply buffer cut it short */
+	r->out_len = (size_t)n;
+	return 0;
+}
+
+/*
+ * A new name for an existing inode. linkat() from the /proc link follows it
+ * to the inode (AT_SYMLINK_FOLLOW), which AT_EMPTY_PATH would also do but
+ * only with CAP_DAC_READ_SEARCH.
+ */
+static int srv_link(struct srv_req *r)
+{
+	const struct fuse_link_in *in = r->arg;
+	struct srv_inode *parent = inode_get(r->in->nodeid);
+	const char *name;
+	char proc[64];
+	size_t n;
+	int err;
+
+	err = req_name(r, 0, &name, &n);
+	if (err)
+		return err;
+	proc_path(inode_get(in->oldnodeid)->fd, proc);
+	if (linkat(AT_FDCWD, proc, parent->fd, name, AT_SYMLINK_FOLLOW) < 0)
+		return -errno;
+	return reply_entry(r, parent, name);
+}
+
+/* Fifos, sockets and device nodes; the kernel applied the umask already. */
+static int srv_mknod(struct srv_req *r)
+{
+	const struct fuse_mknod_in *in = r->arg;
+	struct srv_inode *parent = inode_get(r->in->nodeid);
+	const char *name;
+	size_t n;
+	int err;
+
+	err = req_name(r, 0, &name, &n);
+	if (err)
+		return err;
+	if (mknodat(parent->fd, name, in->mode, in->rdev) < 0)
+		return -errno;
+	return reply_entry(r, parent, name);
 }
 
 static int do_unlink(struct srv_req *r, int flags)
@@ -520,6 +604,10 @@ static const srv_handler srv_handlers[] = {
 	[FUSE_READDIR]		= srv_readdir,
 	[FUSE_RELEASEDIR]	= srv_releasedir,
 	[FUSE_MKDIR]		= srv_mkdir,
+	[FUSE_SYMLINK]		= srv_symlink,
+	[FUSE_READLINK]		= srv_readlink,
+	[FUSE_LINK]		= srv_link,
+	[FUSE_MKNOD]		= srv_mknod,
 	[FUSE_RMDIR]		= srv_rmdir,
 	[FUSE_UNLINK]		= srv_unlink,
 	[FUSE_RENAME]		= srv_rename,

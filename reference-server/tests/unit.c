@@ -821,6 +821,50 @@ static void test_handlers(void)
 	EXPECT_INT("mkdir_existing_eexist", -EEXIST,
 		   call(FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "d\0", 2, &r));
 
+	/* the namespace: symlink, readlink, link, mknod */
+	err = call(FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, "s\0f\0", 4, &r);
+	result("symlink_replies_a_link_entry",
+	       !err && S_ISLNK(((struct fuse_entry_out *)outbuf)->attr.mode),
+	       "err=%d", err);
+	err = call(FUSE_READLINK, ((struct fuse_entry_out *)outbuf)->nodeid,
+		   NULL, 0, NULL, 0, &r);
+	result("readlink_returns_target_without_nul",
+	       !err && r.out_len == 1 && outbuf[0] == 'f', "err=%d out_len=%zu",
+	       err, r.out_len);
+	EXPECT_INT("symlink_existing_eexist", -EEXIST,
+		   call(FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, "s\0x\0", 4, &r));
+	{
+		struct fuse_link_in li = { .oldnodeid = file_node };
+		struct stat st;
+
+		err = call(FUSE_LINK, FUSE_ROOT_ID, &li, sizeof(li), "h\0", 2, &r);
+		snprintf(path, sizeof(path), "%s/h", dir);
+		result("link_makes_a_second_name",
+		       !err && ((struct fuse_entry_out *)outbuf)->nodeid == file_node &&
+		       ((struct fuse_entry_out *)outbuf)->attr.nlink == 2 &&
+		       stat(path, &st) == 0 && st.st_nlink == 2,
+		       "err=%d", err);
+	}
+	{
+		struct fuse_mknod_in mn = { .mode = S_IFIFO | 0600 };
+		struct stat st;
+
+		err = call(FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "p\0", 2, &r);
+		snprintf(path, sizeof(path), "%s/p", dir);
+		result("mknod_makes_a_fifo",
+		       !err && S_ISFIFO(((struct fuse_entry_out *)outbuf)->attr.mode) &&
+		       lstat(path, &st) == 0 && S_ISFIFO(st.st_mode),
+		       "err=%d", err);
+		EXPECT_INT("mknod_existing_eexist", -EEXIST,
+			   call(FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "p\0", 2, &r));
+	}
+	EXPECT_INT("unlink_symlink_ok", 0,
+		   call(FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "s\0", 2, &r));
+	EXPECT_INT("unlink_second_name_ok", 0,
+		   call(FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "h\0", 2, &r));
+	EXPECT_INT("unlink_fifo_ok", 0,
+		   call(FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "p\0", 2, &r));
+
 	memcpy(names, "f\0g\0", 4);
 	EXPECT_INT("rename_ok", 0,
 		   call(FUSE_RENAME, FUSE_ROOT_ID, &rn, sizeof(rn), names, 4, &r));

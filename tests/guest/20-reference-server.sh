@@ -98,12 +98,31 @@ check_eq "mv renamed the backing file" "gone there" \
 	"$( [ -e "$B/dir/random.bin" ] && echo still || echo gone) $( [ -e "$B/moved.bin" ] && echo there || echo missing)"
 check "the moved file still has the same bytes" cmp "$W/random.bin" "$M/moved.bin"
 check_eq "ls lists the root" "dir moved.bin" "$(ls "$M" | tr '\n' ' ' | sed 's/ $//')"
+
+# The namespace beyond files and directories (FUSE_SYMLINK, READLINK, LINK,
+# MKNOD): what a git checkout or a tarball with links needs.
+check "ln -s on the mount (FUSE_SYMLINK)" ln -s moved.bin "$M/link"
+check_eq "readlink reads the target back (FUSE_READLINK)" "moved.bin" "$(readlink "$M/link")"
+check_eq "the backing dir holds the same symlink" "moved.bin" "$(readlink "$B/link")"
+check "the symlink resolves through the mount" cmp "$W/random.bin" "$M/link"
+check "ln makes a second name (FUSE_LINK)" ln "$M/moved.bin" "$M/hard"
+check_eq "both names count as links, on the mount and behind it" "2 2" \
+	"$(stat -c %h "$M/hard") $(stat -c %h "$B/moved.bin")"
+check "mkfifo on the mount (FUSE_MKNOD)" mkfifo "$M/fifo"
+check_eq "the fifo is a fifo, on the mount and behind it" "fifo fifo" \
+	"$(stat -c %F "$M/fifo" | cut -d' ' -f1) $(stat -c %F "$B/fifo" | cut -d' ' -f1)"
+check_fails_with "ln -s onto an existing name passes EEXIST through" \
+	"File exists" ln -s x "$M/link"
+check "rm of the symlink, the second name and the fifo" rm "$M/link" "$M/hard" "$M/fifo"
+check_eq "and only they are gone" "dir moved.bin" "$(ls "$M" | tr '\n' ' ' | sed 's/ $//')"
 touch "$M/dir/keep"
 check_fails_with "rmdir of a non-empty dir passes ENOTEMPTY through" \
 	"Directory not empty" rmdir "$M/dir"
 check_fails_with "a missing name is ENOENT" "No such file or directory" cat "$M/nope"
-check_fails_with "an unimplemented op (SYMLINK) is ENOSYS" \
-	"Function not implemented" ln -s target "$M/link"
+# An opcode without a handler is answered ENOSYS, which the kernel maps
+# per opcode: for FALLOCATE it remembers it and returns EOPNOTSUPP.
+check_fails_with "an unimplemented op (FALLOCATE): ENOSYS, which fallocate(2) returns as EOPNOTSUPP" \
+	"Operation not supported" fallocate -l 4096 "$M/moved.bin"
 check "rm on the mount" rm "$M/moved.bin" "$M/dir/keep"
 check_eq "rm removed the backing file" "gone" "$( [ -e "$B/moved.bin" ] && echo still || echo gone)"
 check "rmdir on the mount" rmdir "$M/dir"
