@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /* How long the kernel may cache names and attributes: libfuse's default. */
@@ -542,6 +543,118 @@ static int srv_rename2(struct srv_req *r)
 	return do_rename(r, in->newdir, in->flags);
 }
 
+/* ---- extended attributes ----------------------------------------------- */
+
+/*
+ * The *xattr(2) calls need a path or a real fd, and our fds are O_PATH:
+ * go through the /proc link, which leads to the inode. For a symlink it
+ * would lead past the link to its target, so, as passthrough_hp does,
+ * refuse: there is no race-free way to reach a symlink's own attributes.
+ */
+static int xattr_path(const struct srv_req *r, char proc[64])
+{
+	struct srv_inode *ino = inode_get(r->in->nodeid);
+	struct stat st;
+	int err = stat_inode(ino, &st);
+
+	if (err)
+		return err;
+	if (S_ISLNK(st.st_mode))
+		return -EOPNOTSUPP;
+	proc_path(ino->fd, proc);
+	return 0;
+}
+
+/*
+ * GETXATTR and LISTXATTR share one reply rule: size 0 asks how big the
+ * value is (fuse_getxattr_out), else the value itself, or -ERANGE if it is
+ * larger than size.
+ */
+static int reply_xattr(struct srv_req *r, uint32_t size, ssize_t n)
+{
+	struct fuse_getxattr_out *o;
+
+	if (n < 0)
+		return -errno;
+	if (size == 0) {
+		o = reply(r, sizeof(*o));
+		o->size = (uint32_t)n;
+	} else {
+		r->out_len = (size_t)n;
+	}
+	return 0;
+}
+
+static int srv_getxattr(struct srv_req *r)
+{
+	const struct fuse_getxattr_in *in = r->arg;
+	size_t cap = in->size < r->out_size ? in->size : r->out_size;
+	const char *name;
+	char proc[64];
+	size_t n;
+	int err;
+
+	err = req_name(r, 0, &name, &n);
+	if (!err)
+		err = xattr_path(r, proc);
+	if (err)
+		return err;
+	return reply_xattr(r, in->size, getxattr(proc, name, cap ? r->out : NULL, cap));
+}
+
+static int srv_listxattr(struct srv_req *r)
+{
+	const struct fuse_getxattr_in *in = r->arg;
+	size_t cap = in->size < r->out_size ? in->size : r->out_size;
+	char proc[64];
+	int err = xattr_path(r, proc);
+
+	if (err)
+		return err;
+	return reply_xattr(r, in->size, listxattr(proc, cap ? r->out : NULL, cap));
+}
+
+/*
+ * "name\0" then the value (size bytes). The argument is the 8-byte compat
+ * struct: this server does not negotiate FUSE_SETXATTR_EXT (proto.c).
+ */
+static int srv_setxattr(struct srv_req *r)
+{
+	const struct fuse_setxattr_in *in = r->arg;
+	const char *name;
+	char proc[64];
+	size_t n;
+	int err;
+
+	err = req_name(r, 0, &name, &n);
+	if (!err && in->size > r->data_len - n)
+		err = -EINVAL;	/* the value does not fit what came */
+	if (!err)
+		err = xattr_path(r, proc);
+	if (err)
+		return err;
+	if (setxattr(proc, name, r->data + n, in->size, (int)in->flags) < 0)
+		return -errno;
+	return 0;
+}
+
+static int srv_removexattr(struct srv_req *r)
+{
+	const char *name;
+	char proc[64];
+	size_t n;
+	int err;
+
+	err = req_name(r, 0, &name, &n);
+	if (!err)
+		err = xattr_path(r, proc);
+	if (err)
+		return err;
+	if (removexattr(proc, name) < 0)
+		return -errno;
+	return 0;
+}
+
 /* ---- the file system as a whole --------------------------------------- */
 
 static int srv_statfs(struct srv_req *r)
@@ -613,6 +726,10 @@ static const srv_handler srv_handlers[] = {
 	[FUSE_RENAME]		= srv_rename,
 	[FUSE_RENAME2]		= srv_rename2,
 	[FUSE_STATFS]		= srv_statfs,
+	[FUSE_GETXATTR]		= srv_getxattr,
+	[FUSE_LISTXATTR]	= srv_listxattr,
+	[FUSE_SETXATTR]		= srv_setxattr,
+	[FUSE_REMOVEXATTR]	= srv_removexattr,
 	[FUSE_INTERRUPT]	= srv_interrupt,
 	[FUSE_DESTROY]		= srv_destroy,
 };

@@ -19,6 +19,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -125,6 +126,7 @@ static bool exercise_run(const struct exercise_check *c)
 	if (pid == 0) {
 		dup2(fileno(err), STDERR_FILENO);
 		close(p[0]);
+		alarm(10);	/* a check takes milliseconds: a loop is the reader's */
 		c->check();
 		/* "P" passed, "F" + why */
 		dprintf(p[1], "%s%s", exercise_why[0] ? "F" : "P", exercise_why);
@@ -147,6 +149,9 @@ static bool exercise_run(const struct exercise_check *c)
 	else if (summary[0])
 		printf("not ok TODO %d: your code crashed: %s\n", c->todo,
 		       summary);
+	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		printf("not ok TODO %d: your code did not return within 10 s (a "
+		       "loop that never ends?)\n", c->todo);
 	else if (WIFSIGNALED(status))
 		printf("not ok TODO %d: your code crashed (signal %d, %s)\n",
 		       c->todo, WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -214,8 +219,8 @@ static void fake_queue(struct fake *f, enum srv_mode mode, unsigned int depth,
 	f->q.payload_mem = aligned_alloc(4096, f->q.payload_mem_size);
 	f->q.ents = calloc(depth, sizeof(*f->q.ents));
 	if (!f->q.headers_mem || !f->q.payload_mem || !f->q.ents) {
-		wrong("out of memory for the made-up queue");
-		exit(0);
+		printf("exercise: out of memory for the made-up queue\n");
+		exit(3);
 	}
 	memset(f->q.headers_mem, 0, f->q.headers_map_size);
 	for (unsigned int i = 0; i < depth; i++) {

@@ -37,17 +37,21 @@ static _Noreturn void die(const char *what)
 	exit(1);
 }
 
-/* One queue per possible CPU ("0-1": 2), as the kernel makes them. */
+/* One queue per possible CPU ("0-1,3": 3), as the kernel makes them. */
 static int possible_cpus(void)
 {
 	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
-	int lo = 0, hi = -1;
+	int lo, hi, n = 0, c = ',';
 
-	if (f && fscanf(f, "%d-%d", &lo, &hi) < 1)
-		lo = -1;
+	while (f && c == ',' && fscanf(f, "%d", &lo) == 1) {
+		hi = lo;
+		if ((c = fgetc(f)) == '-' && fscanf(f, "%d", &hi) == 1)
+			c = fgetc(f);
+		n += hi - lo + 1;
+	}
 	if (f)
 		fclose(f);
-	return hi < 0 ? lo + 1 : hi + 1;
+	return n;
 }
 
 /* One FUSE command in an SQE128 slot: the request struct lives in sqe->cmd. */
@@ -78,7 +82,7 @@ int main(int argc, char **argv)
 	struct fuse_in_header *rd = (void *)rdbuf;
 	struct { struct fuse_out_header h; struct fuse_init_out i; } init = { 0 };
 	struct io_uring ring;
-	struct io_uring_cqe *cqe;
+	struct io_uring_cqe *cqe = NULL;
 	char opts[128];
 	int fd, nq = possible_cpus(), status;
 	pid_t child;
@@ -125,8 +129,11 @@ int main(int argc, char **argv)
 	}
 
 	/* 4. the CQE of the entry the request went to: answer, commit */
-	if (io_uring_wait_cqe(&ring, &cqe) < 0 || cqe->res < 0)
-		die("the first CQE");
+	if (io_uring_wait_cqe(&ring, &cqe) < 0 || cqe->res < 0) {
+		fprintf(stderr, "first-request: the first CQE: %s\n",
+			strerror(cqe ? -cqe->res : 0));
+		return 1;
+	}
 	int q = (int)cqe->user_data;
 	struct fuse_in_header *in = (void *)headers[q].in_out;
 	struct fuse_out_header *out = (void *)headers[q].in_out;

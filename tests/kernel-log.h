@@ -18,9 +18,9 @@
 
 /*
  * What a broken kernel prints: a case during which the kernel logs one of
- * these has failed, whatever its errno said. The same list as
- * tests/guest/run's SPLATS, with the debug kernel's checkers (KFENCE,
- * lockdep, might_sleep).
+ * these has failed, whatever its errno said. The same list as SPLATS in
+ * tests/lib.sh, which the guest runner and the shell tests use: the debug
+ * kernel's checkers included (KFENCE, lockdep, might_sleep).
  */
 static const char *const kernel_splats[] = {
 	"BUG:", "WARNING:", "Oops", "Kernel panic", "general protection fault",

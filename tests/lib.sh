@@ -139,9 +139,15 @@ log_marker() {
 
 # kernel_splats MARKER [IGNORE]: the first three splats logged since MARKER
 # on one line, leaving out lines that match the extended regex IGNORE;
-# nothing if there are none.
+# nothing if there are none. MARKER is matched as a plain string; if it has
+# rotated out of the log buffer, the whole log is read (stricter, never
+# blind).
 kernel_splats() {
-	dmesg | sed -n "\\|$1|,\$p" | grep -E "$SPLATS" |
+	dmesg | awk -v m="$1" '
+		{ line[NR] = $0 }
+		index($0, m) { from = NR }
+		END { for (i = (from ? from : 1); i <= NR; i++) print line[i] }' |
+		grep -E "$SPLATS" |
 		{ if [ -n "${2:-}" ]; then grep -vE "$2"; else cat; fi; } |
 		head -n 3 | tr '\n' ' '
 }

@@ -2,8 +2,8 @@
 /*
  * tests/unit.h: the harness of the host unit tests (reference-server/tests/
  * and debate/tests/), in the words the shell tests use (tests/lib.sh):
- * one line per case, "ok NAME" or "not ok NAME: why", which scripts/check
- * counts. A program defines UNIT_PREFIX before including this to put its
+ * one line per case, "ok NAME", "not ok NAME: why" or "skip NAME: why",
+ * which scripts/check counts. A program defines UNIT_PREFIX before including this to put its
  * name in front of every case ("debate: "), and ends main() with
  * "return unit_exit_status();".
  *
@@ -40,6 +40,13 @@ static void result(const char *name, bool ok, const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	unit_failures++;
+}
+
+/* A case that cannot run here (a file system without the feature). */
+__attribute__((unused))
+static void skip(const char *name, const char *why)
+{
+	printf("skip " UNIT_PREFIX "%s: %s\n", name, why);
 }
 
 /* 1 if any case failed: make stops on it. */

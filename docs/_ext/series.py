@@ -329,33 +329,47 @@ def v2patch_role(name, rawtext, text, lineno, inliner, options={}, content=[]):
             f':v2patch:`{text}`: the v2 posting has patches 1 to {len(nums)}',
             line=lineno)
         return [nodes.Text(text)], [msg]
-    return [nodes.Text(f'v2 patch {int(text)}/{len(nums)}')], []
+    return [nodes.inline('', f'v2 patch {int(text)}/{len(nums)}',
+                         classes=['v2patch'])], []
 
 
-# "patch 8", "patches 5 and 6", "4/14", "(13/14)", "the last patch"; not in
-# literal blocks (indented four spaces or more) and not in comments.
-LITERAL_NUMBER = re.compile(
-    r'(?i)\bpatch(es)?\s+\d|\b\d{1,2}/\d{1,2}\b(?=[,).;: ])|\blast patch\b')
+# "patch 8", "patches 5 and 6", "the last patch", and "4/14" near the word
+# patch or series: read in the parsed page, so that wrapped lines are joined,
+# an indented definition (the glossary's) counts, and literal text, links and
+# what the roles above wrote do not.
+PATCH_NUMBER = re.compile(r'(?i)\bpatch(es)?\s+\d|\b(last|final) patch\b')
+FRACTION = re.compile(r'\b\d{1,2}/\d{1,2}\b')
+SKIP = ('literal_block', 'literal', 'raw', 'comment', 'pending_xref',
+        'reference', 'title_reference')
 
 
-def lint_numbers(app, docname, source):
+def lint_numbers(app, doctree):
+    from docutils import nodes
+    docname = app.env.docname
     if docname == DOCNAME:
         return
-    for n, line in enumerate(source[0].split('\n'), 1):
-        if line.startswith('    ') or line.lstrip().startswith('..'):
+    for text in doctree.traverse(nodes.Text):
+        parent, skip = text.parent, False
+        while parent is not None:
+            if parent.tagname in SKIP or 'v2patch' in parent.get('classes', []):
+                skip = True
+                break
+            parent = parent.parent
+        if skip:
             continue
-        prose = re.sub(r':(patch|v2patch|ref|doc|term):`[^`]*`|``[^`]*``', '', line)
-        m = LITERAL_NUMBER.search(prose)
+        t = text.astext()
+        m = PATCH_NUMBER.search(t)
+        if not m and re.search(r'(?i)patch|series', t):
+            m = FRACTION.search(t)
         if m:
             logger.warning(
                 f'"{m.group(0)}" names a patch by its number: write '
                 ':patch:`words of its subject` (or :v2patch:`N` for the v2 '
                 'posting), which the series renumbers for you',
-                type='series', location=(docname, n))
+                type='series', location=text.parent)
 
 
 def source_read(app, docname, source):
-    lint_numbers(app, docname, source)
     if docname != DOCNAME:
         return
     if MARKER not in source[0]:
@@ -371,6 +385,7 @@ def setup(app):
     app.add_config_value('series_tree',
                          os.environ.get('LINUX', 'build/linux'), 'env')
     app.connect('source-read', source_read)
+    app.connect('doctree-read', lint_numbers)
     app.add_role('patch', patch_role)
     app.add_role('v2patch', v2patch_role)
     return {'version': '1', 'parallel_read_safe': True,

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /* ---- opcode names and the dispatch table ------------------------------ */
@@ -53,7 +54,7 @@ static void test_opcode_names(void)
  */
 static void test_opcode_table(void)
 {
-	struct fuse_in_header in = { .opcode = FUSE_GETXATTR };
+	struct fuse_in_header in = { .opcode = FUSE_FALLOCATE };	/* no handler */
 	struct srv_req r = { .in = &in };
 	uint32_t opc, missing = 0;
 
@@ -858,6 +859,50 @@ static void test_handlers(void)
 		EXPECT_INT("mknod_existing_eexist", -EEXIST,
 			   call(FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "p\0", 2, &r));
 	}
+	/* extended attributes, where the backing file system has user.* */
+	snprintf(path, sizeof(path), "%s/f", dir);
+	if (setxattr(path, "user.probe", "1", 1, 0) < 0) {
+		skip("xattr_handlers", "the backing file system has no user.* xattrs");
+	} else {
+		struct fuse_setxattr_in si = { .size = 5 };
+		struct fuse_getxattr_in gi = { .size = 0 };
+		char val[32];
+
+		removexattr(path, "user.probe");
+		memcpy(names, "user.k\0hello", 12);
+		EXPECT_INT("setxattr_ok", 0, call(FUSE_SETXATTR, file_node, &si,
+			   FUSE_COMPAT_SETXATTR_IN_SIZE, names, 12, &r));
+		result("setxattr_reached_the_backing_file",
+		       getxattr(path, "user.k", val, sizeof(val)) == 5 &&
+		       !memcmp(val, "hello", 5), "backing value wrong");
+		err = call(FUSE_GETXATTR, file_node, &gi, sizeof(gi), "user.k\0", 7, &r);
+		result("getxattr_size_0_asks_the_size", !err &&
+		       ((struct fuse_getxattr_out *)outbuf)->size == 5,
+		       "err=%d", err);
+		gi.size = 32;
+		err = call(FUSE_GETXATTR, file_node, &gi, sizeof(gi), "user.k\0", 7, &r);
+		result("getxattr_returns_the_value", !err && r.out_len == 5 &&
+		       !memcmp(outbuf, "hello", 5), "err=%d out_len=%zu", err,
+		       r.out_len);
+		gi.size = 2;
+		EXPECT_INT("getxattr_too_small_erange", -ERANGE,
+			   call(FUSE_GETXATTR, file_node, &gi, sizeof(gi), "user.k\0", 7, &r));
+		gi.size = 64;
+		err = call(FUSE_LISTXATTR, file_node, &gi, sizeof(gi), NULL, 0, &r);
+		result("listxattr_lists_it", !err && r.out_len == 7 &&
+		       !memcmp(outbuf, "user.k", 7), "err=%d out_len=%zu", err,
+		       r.out_len);
+		EXPECT_INT("removexattr_ok", 0,
+			   call(FUSE_REMOVEXATTR, file_node, NULL, 0, "user.k\0", 7, &r));
+		gi.size = 32;
+		EXPECT_INT("getxattr_removed_enodata", -ENODATA,
+			   call(FUSE_GETXATTR, file_node, &gi, sizeof(gi), "user.k\0", 7, &r));
+		si.size = 100;	/* more than came */
+		EXPECT_INT("setxattr_value_past_the_data_einval", -EINVAL,
+			   call(FUSE_SETXATTR, file_node, &si,
+				FUSE_COMPAT_SETXATTR_IN_SIZE, names, 12, &r));
+	}
+
 	EXPECT_INT("unlink_symlink_ok", 0,
 		   call(FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "s\0", 2, &r));
 	EXPECT_INT("unlink_second_name_ok", 0,

@@ -113,6 +113,28 @@ check_eq "the fifo is a fifo, on the mount and behind it" "fifo fifo" \
 	"$(stat -c %F "$M/fifo" | cut -d' ' -f1) $(stat -c %F "$B/fifo" | cut -d' ' -f1)"
 check_fails_with "ln -s onto an existing name passes EEXIST through" \
 	"File exists" ln -s x "$M/link"
+# Extended attributes pass through (FUSE_SETXATTR, GETXATTR, LISTXATTR,
+# REMOVEXATTR), where the backing file system has user.* ones.
+xattr() { /usr/bin/python3 -c 'import os, sys
+op, path = sys.argv[1], sys.argv[2]
+try:
+    if op == "set": os.setxattr(path, "user.lab", sys.argv[3].encode())
+    elif op == "get": print(os.getxattr(path, "user.lab").decode())
+    elif op == "list": print(" ".join(os.listxattr(path)))
+    elif op == "remove": os.removexattr(path, "user.lab")
+except OSError as e: print(os.strerror(e.errno)); sys.exit(1)' "$@"; }
+if ! xattr set "$B/moved.bin" probe >/dev/null; then
+	skip "extended attributes pass through" "the backing tmpfs has no user.* xattrs (CONFIG_TMPFS_XATTR)"
+else
+	xattr remove "$B/moved.bin"
+	check "setxattr on the mount (FUSE_SETXATTR)" xattr set "$M/moved.bin" value1
+	check_eq "getxattr on the mount and behind it (FUSE_GETXATTR)" "value1 value1" \
+		"$(xattr get "$M/moved.bin") $(xattr get "$B/moved.bin")"
+	check_eq "listxattr on the mount (FUSE_LISTXATTR)" "user.lab" "$(xattr list "$M/moved.bin")"
+	check "removexattr on the mount (FUSE_REMOVEXATTR)" xattr remove "$M/moved.bin"
+	check_eq "then getxattr is ENODATA, passed through" "No data available" \
+		"$(xattr get "$M/moved.bin")"
+fi
 check "rm of the symlink, the second name and the fifo" rm "$M/link" "$M/hard" "$M/fifo"
 check_eq "and only they are gone" "dir moved.bin" "$(ls "$M" | tr '\n' ' ' | sed 's/ $//')"
 touch "$M/dir/keep"
