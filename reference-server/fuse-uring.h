@@ -128,6 +128,7 @@ int req_name(const struct srv_req *r, size_t skip, const char **name,
 size_t dirent_pack(void *buf, size_t cap, const char *name, uint64_t ino,
 		   uint64_t off, uint32_t type);
 void stat_to_fuse_attr(const struct stat *st, struct fuse_attr *a);
+void statx_to_fuse_statx(const struct statx *sx, struct fuse_statx *f);
 int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		     unsigned int nr_queues, long page_size,
 		     struct fuse_init_out *out);

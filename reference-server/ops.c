@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/fsuid.h>
 #include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -136,6 +137,27 @@ static int srv_getattr(struct srv_req *r)
 	return reply_attr(r, inode_get(r->in->nodeid));
 }
 
+/*
+ * statx(2) asking for more than the basic stats (the birth time) comes as
+ * STATX; the kernel asks for STATX_BASIC_STATS | STATX_BTIME and takes what
+ * the mask says came back.
+ */
+static int srv_statx(struct srv_req *r)
+{
+	const struct fuse_statx_in *in = r->arg;
+	struct fuse_statx_out *o;
+	struct statx sx;
+	int flags = AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW |
+		    ((int)in->sx_flags & AT_STATX_SYNC_TYPE);
+
+	if (statx(inode_get(r->in->nodeid)->fd, "", flags, in->sx_mask, &sx) < 0)
+		return -errno;
+	o = reply(r, sizeof(*o));
+	o->attr_valid = TIMEOUT_SEC;
+	statx_to_fuse_statx(&sx, &o->stat);
+	return 0;
+}
+
 /* Each FATTR_ bit is one syscall; an open fh (FATTR_FH) is used if given. */
 static int srv_setattr(struct srv_req *r)
 {
@@ -257,6 +279,76 @@ static int srv_write(struct srv_req *r)
 	if (in->size > r->data_len)
 		return -EINVAL;
 	n = pwrite((int)in->fh, r->data, in->size, (off_t)in->offset);
+	if (n < 0)
+		return -errno;
+	o = reply(r, sizeof(*o));
+	o->size = (uint32_t)n;
+	return 0;
+}
+
+/* fallocate(2)'s modes the kernel passes on: KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE. */
+static int srv_fallocate(struct srv_req *r)
+{
+	const struct fuse_fallocate_in *in = r->arg;
+
+	if (fallocate((int)in->fh, (int)in->mode, (off_t)in->offset,
+		      (off_t)in->length) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Only SEEK_DATA and SEEK_HOLE come here (the kernel moves the file position
+ * itself for the others): where the backing file's next data or hole is.
+ */
+static int srv_lseek(struct srv_req *r)
+{
+	const struct fuse_lseek_in *in = r->arg;
+	struct fuse_lseek_out *o;
+	off_t off = lseek((int)in->fh, (off_t)in->offset, (int)in->whence);
+
+	if (off < 0)
+		return -errno;
+	o = reply(r, sizeof(*o));
+	o->offset = (uint64_t)off;
+	return 0;
+}
+
+/*
+ * Copy between two open files without the data passing through the kernel
+ * and back: the backing file system may even share the blocks. The kernel
+ * asks with COPY_FILE_RANGE_64 (a 64-bit count back) and falls back to
+ * COPY_FILE_RANGE (fuse_write_out's 32-bit size, len capped below 4 GiB).
+ */
+static ssize_t do_copy_file_range(const struct fuse_copy_file_range_in *in)
+{
+	loff_t off_in = (loff_t)in->off_in, off_out = (loff_t)in->off_out;
+
+	return copy_file_range((int)in->fh_in, &off_in, (int)in->fh_out,
+			       &off_out, in->len, (unsigned int)in->flags);
+}
+
+static int srv_copy_file_range_64(struct srv_req *r)
+{
+	struct fuse_copy_file_range_out *o;
+	ssize_t n = do_copy_file_range(r->arg);
+
+	if (n < 0)
+		return -errno;
+	o = reply(r, sizeof(*o));
+	o->bytes_copied = (uint64_t)n;
+	return 0;
+}
+
+static int srv_copy_file_range(struct srv_req *r)
+{
+	const struct fuse_copy_file_range_in *in = r->arg;
+	struct fuse_write_out *o;
+	ssize_t n;
+
+	if (in->len > UINT32_MAX)
+		return -EINVAL;	/* the kernel caps it; the reply could not say more */
+	n = do_copy_file_range(in);
 	if (n < 0)
 		return -errno;
 	o = reply(r, sizeof(*o));
@@ -706,6 +798,7 @@ static const srv_handler srv_handlers[] = {
 	[FUSE_BATCH_FORGET]	= srv_batch_forget,
 	[FUSE_GETATTR]		= srv_getattr,
 	[FUSE_SETATTR]		= srv_setattr,
+	[FUSE_STATX]		= srv_statx,
 	[FUSE_OPEN]		= srv_open,
 	[FUSE_CREATE]		= srv_create,
 	[FUSE_READ]		= srv_read,
@@ -713,6 +806,10 @@ static const srv_handler srv_handlers[] = {
 	[FUSE_FLUSH]		= srv_flush,
 	[FUSE_FSYNC]		= srv_fsync,
 	[FUSE_RELEASE]		= srv_release,
+	[FUSE_FALLOCATE]	= srv_fallocate,
+	[FUSE_LSEEK]		= srv_lseek,
+	[FUSE_COPY_FILE_RANGE_64] = srv_copy_file_range_64,
+	[FUSE_COPY_FILE_RANGE]	= srv_copy_file_range,
 	[FUSE_OPENDIR]		= srv_opendir,
 	[FUSE_READDIR]		= srv_readdir,
 	[FUSE_RELEASEDIR]	= srv_releasedir,
@@ -734,6 +831,39 @@ static const srv_handler srv_handlers[] = {
 	[FUSE_DESTROY]		= srv_destroy,
 };
 
+/*
+ * Whose name is on a new file. The kernel checks permissions itself (the
+ * mount has default_permissions), so the server may act with its own
+ * rights, except where the backing file system records who acted: a new
+ * file, directory, node or symlink belongs to the fsuid and fsgid that made
+ * it (or to the directory's group, under set-group-ID). A server running as
+ * root makes them as the caller. setfsuid() and setfsgid() change only the
+ * calling thread's file-system identity, and each queue has its own thread.
+ * As another fsuid the thread also loses CAP_MKNOD, CAP_DAC_OVERRIDE and
+ * the other file capabilities, so the backing file system checks the
+ * caller's rights a second time, with one gap: the thread keeps the
+ * server's supplementary groups, not the caller's (the README says so).
+ */
+static bool creates_a_name(uint32_t opcode)
+{
+	return opcode == FUSE_CREATE || opcode == FUSE_MKDIR ||
+	       opcode == FUSE_MKNOD || opcode == FUSE_SYMLINK;
+}
+
+static int as_caller(srv_handler handler, struct srv_req *r)
+{
+	uid_t uid = (uid_t)setfsuid((uid_t)-1);	/* -1 changes nothing */
+	gid_t gid = (gid_t)setfsgid((gid_t)-1);
+	int err;
+
+	setfsgid(r->in->gid);
+	setfsuid(r->in->uid);
+	err = handler(r);
+	setfsuid(uid);
+	setfsgid(gid);
+	return err;
+}
+
 /* doc: dispatch-begin */
 /* Run the handler; anything without one is -ENOSYS, which the kernel
  * remembers per opcode (it will not ask again). */
@@ -744,6 +874,8 @@ int srv_dispatch(struct srv_req *r)
 	if (opcode >= sizeof(srv_handlers) / sizeof(srv_handlers[0]) ||
 	    !srv_handlers[opcode])
 		return -ENOSYS;
+	if (creates_a_name(opcode) && geteuid() == 0)
+		return as_caller(srv_handlers[opcode], r);
 	return srv_handlers[opcode](r);
 }
 /* doc: dispatch-end */

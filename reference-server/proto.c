@@ -299,6 +299,35 @@ void stat_to_fuse_attr(const struct stat *st, struct fuse_attr *a)
 	a->blksize = (uint32_t)st->st_blksize;
 }
 
+/* fuse_statx is struct statx, field for field, without its padding. */
+void statx_to_fuse_statx(const struct statx *sx, struct fuse_statx *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->mask = sx->stx_mask;
+	f->blksize = sx->stx_blksize;
+	f->attributes = sx->stx_attributes;
+	f->nlink = sx->stx_nlink;
+	f->uid = sx->stx_uid;
+	f->gid = sx->stx_gid;
+	f->mode = sx->stx_mode;
+	f->ino = sx->stx_ino;
+	f->size = sx->stx_size;
+	f->blocks = sx->stx_blocks;
+	f->attributes_mask = sx->stx_attributes_mask;
+	f->atime.tv_sec = sx->stx_atime.tv_sec;
+	f->atime.tv_nsec = sx->stx_atime.tv_nsec;
+	f->btime.tv_sec = sx->stx_btime.tv_sec;
+	f->btime.tv_nsec = sx->stx_btime.tv_nsec;
+	f->ctime.tv_sec = sx->stx_ctime.tv_sec;
+	f->ctime.tv_nsec = sx->stx_ctime.tv_nsec;
+	f->mtime.tv_sec = sx->stx_mtime.tv_sec;
+	f->mtime.tv_nsec = sx->stx_mtime.tv_nsec;
+	f->rdev_major = sx->stx_rdev_major;
+	f->rdev_minor = sx->stx_rdev_minor;
+	f->dev_major = sx->stx_dev_major;
+	f->dev_minor = sx->stx_dev_minor;
+}
+
 /* ---- FUSE_INIT -------------------------------------------------------- */
 
 /*

@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/resource.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -54,7 +55,7 @@ static void test_opcode_names(void)
  */
 static void test_opcode_table(void)
 {
-	struct fuse_in_header in = { .opcode = FUSE_FALLOCATE };	/* no handler */
+	struct fuse_in_header in = { .opcode = FUSE_GETLK };	/* no handler */
 	struct srv_req r = { .in = &in };
 	uint32_t opc, missing = 0;
 
@@ -744,6 +745,9 @@ static void test_cpu_list(void)
 static char reqbuf[1 << 16] __attribute__((aligned(8)));
 static char outbuf[1 << 16] __attribute__((aligned(8)));
 
+/* Who the requests come from (fuse_in_header's uid and gid). */
+static uint32_t caller_uid, caller_gid;
+
 /* Build a /dev/fuse-style request, parse it, dispatch it. */
 static int call(uint32_t opcode, uint64_t nodeid, const void *arg,
 		size_t arg_len, const void *data, size_t data_len,
@@ -754,6 +758,8 @@ static int call(uint32_t opcode, uint64_t nodeid, const void *arg,
 
 	n = make_dev_req(reqbuf, opcode, arg, arg_len, data, data_len);
 	((struct fuse_in_header *)reqbuf)->nodeid = nodeid;
+	((struct fuse_in_header *)reqbuf)->uid = caller_uid;
+	((struct fuse_in_header *)reqbuf)->gid = caller_gid;
 	err = parse_dev_request(reqbuf, n, r);
 	if (err)
 		return err;
@@ -939,6 +945,206 @@ static void test_handlers(void)
 	rmdir(dir);
 }
 
+/* CREATE a file named name in the root; its nodeid, and its fh in *fh. */
+static uint64_t create_file(const char *name, uint64_t *fh)
+{
+	struct fuse_create_in ci = { .flags = O_RDWR, .mode = S_IFREG | 0644 };
+	struct srv_req r;
+
+	if (call(FUSE_CREATE, FUSE_ROOT_ID, &ci, sizeof(ci), name,
+		 strlen(name) + 1, &r))
+		return 0;
+	*fh = ((struct fuse_open_out *)(outbuf + sizeof(struct fuse_entry_out)))->fh;
+	return ((struct fuse_entry_out *)outbuf)->nodeid;
+}
+
+/* FALLOCATE, LSEEK, COPY_FILE_RANGE(_64), STATX and RENAME2's flags. */
+static void test_file_ops(void)
+{
+	char dir[] = "/tmp/fuse-uring-unit-XXXXXX";
+	char path[128], buf[8192];
+	uint64_t a, b, fha, fhb;
+	struct srv_req r;
+	struct stat st;
+	int err;
+
+	if (!mkdtemp(dir) || ops_init(dir)) {
+		result("file_ops_setup", false, "mkdtemp/ops_init failed");
+		return;
+	}
+	a = create_file("a", &fha);
+	b = create_file("b", &fhb);
+	snprintf(path, sizeof(path), "%s/a", dir);
+
+	{
+		struct fuse_write_in wi = { .fh = fha, .size = 5 };
+
+		EXPECT_INT("write_before_the_file_ops_ok", 0,
+			   call(FUSE_WRITE, a, &wi, sizeof(wi), "abcde", 5, &r));
+	}
+	{
+		struct fuse_fallocate_in fa = { .fh = fha, .length = 8192 };
+
+		EXPECT_INT("fallocate_ok", 0,
+			   call(FUSE_FALLOCATE, a, &fa, sizeof(fa), NULL, 0, &r));
+		result("fallocate_grew_the_backing_file",
+		       stat(path, &st) == 0 && st.st_size == 8192,
+		       "size %lld", (long long)st.st_size);
+		fa.mode = 0x80;		/* no FALLOC_FL_ with this value */
+		EXPECT_INT("fallocate_unknown_mode_eopnotsupp", -EOPNOTSUPP,
+			   call(FUSE_FALLOCATE, a, &fa, sizeof(fa), NULL, 0, &r));
+	}
+	{
+		/* data at 0 (5 bytes written); the rest, allocated but never
+		 * written, is data or hole as the backing file system decides;
+		 * past the end is -ENXIO */
+		struct fuse_lseek_in ls = { .fh = fha, .whence = SEEK_DATA };
+
+		err = call(FUSE_LSEEK, a, &ls, sizeof(ls), NULL, 0, &r);
+		result("lseek_data_finds_the_written_bytes", !err &&
+		       r.out_len == sizeof(struct fuse_lseek_out) &&
+		       ((struct fuse_lseek_out *)outbuf)->offset == 0,
+		       "err=%d", err);
+		ls.whence = SEEK_HOLE;
+		err = call(FUSE_LSEEK, a, &ls, sizeof(ls), NULL, 0, &r);
+		result("lseek_hole_at_the_end_at_the_latest", !err &&
+		       ((struct fuse_lseek_out *)outbuf)->offset <= 8192,
+		       "err=%d", err);
+		ls.offset = 9000;
+		EXPECT_INT("lseek_data_past_the_end_enxio", -ENXIO,
+			   call(FUSE_LSEEK, a, &ls, sizeof(ls), NULL, 0, &r));
+	}
+	{
+		struct fuse_copy_file_range_in cp = {
+			.fh_in = fha, .off_in = 0, .nodeid_out = b, .fh_out = fhb,
+			.off_out = 100, .len = 5,
+		};
+		int fd;
+
+		err = call(FUSE_COPY_FILE_RANGE_64, a, &cp, sizeof(cp), NULL, 0, &r);
+		result("copy_file_range_64_counts_64_bits", !err &&
+		       r.out_len == sizeof(struct fuse_copy_file_range_out) &&
+		       ((struct fuse_copy_file_range_out *)outbuf)->bytes_copied == 5,
+		       "err=%d out_len=%zu", err, r.out_len);
+		cp.off_out = 200;
+		err = call(FUSE_COPY_FILE_RANGE, a, &cp, sizeof(cp), NULL, 0, &r);
+		result("copy_file_range_counts_in_fuse_write_out", !err &&
+		       r.out_len == sizeof(struct fuse_write_out) &&
+		       ((struct fuse_write_out *)outbuf)->size == 5,
+		       "err=%d out_len=%zu", err, r.out_len);
+		snprintf(path, sizeof(path), "%s/b", dir);
+		fd = open(path, O_RDONLY);
+		result("copy_file_range_copied_the_bytes", fd >= 0 &&
+		       pread(fd, buf, 5, 100) == 5 && !memcmp(buf, "abcde", 5) &&
+		       pread(fd, buf, 5, 200) == 5 && !memcmp(buf, "abcde", 5),
+		       "b does not hold abcde at 100 and 200");
+		if (fd >= 0)
+			close(fd);
+		cp.len = (uint64_t)UINT32_MAX + 1;
+		EXPECT_INT("copy_file_range_len_over_32_bits_einval", -EINVAL,
+			   call(FUSE_COPY_FILE_RANGE, a, &cp, sizeof(cp), NULL, 0, &r));
+	}
+	{
+		struct fuse_statx_in sx = { .sx_mask = STATX_BASIC_STATS | STATX_BTIME };
+		struct fuse_statx *f = &((struct fuse_statx_out *)outbuf)->stat;
+
+		err = call(FUSE_STATX, a, &sx, sizeof(sx), NULL, 0, &r);
+		snprintf(path, sizeof(path), "%s/a", dir);
+		stat(path, &st);
+		result("statx_replies_the_backing_stats", !err &&
+		       r.out_len == sizeof(struct fuse_statx_out) &&
+		       (f->mask & STATX_BASIC_STATS) == STATX_BASIC_STATS &&
+		       f->ino == st.st_ino && f->size == (uint64_t)st.st_size &&
+		       f->mode == st.st_mode && f->nlink == 1,
+		       "err=%d mask=%#x", err, f->mask);
+	}
+	{
+		/* the names b and c, one each way */
+		struct fuse_rename2_in rn = { .newdir = FUSE_ROOT_ID,
+					      .flags = RENAME_NOREPLACE };
+		uint64_t c, fhc;
+
+		EXPECT_INT("rename2_noreplace_existing_eexist", -EEXIST,
+			   call(FUSE_RENAME2, FUSE_ROOT_ID, &rn, sizeof(rn), "a\0b\0", 4, &r));
+		c = create_file("c", &fhc);
+		rn.flags = RENAME_EXCHANGE;
+		EXPECT_INT("rename2_exchange_ok", 0,
+			   call(FUSE_RENAME2, FUSE_ROOT_ID, &rn, sizeof(rn), "a\0c\0", 4, &r));
+		err = call(FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "c\0", 2, &r);
+		result("rename2_exchange_swapped_the_names", !err && c &&
+		       ((struct fuse_entry_out *)outbuf)->nodeid == a,
+		       "err=%d", err);
+		close((int)fhc);
+	}
+	close((int)fha);
+	close((int)fhb);
+	ops_destroy();
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	err = system(path);
+	(void)err;
+}
+
+/*
+ * A root server makes new names as the caller, and the caller's lack of
+ * rights comes back by value, with nothing left behind.
+ */
+static void test_caller_identity(void)
+{
+	char dir[] = "/tmp/fuse-uring-unit-XXXXXX";
+	struct fuse_mkdir_in mi = { .mode = 0755 };
+	struct fuse_mknod_in mn = { .mode = S_IFCHR | 0600, .rdev = 0x0103 };
+	char path[128], name[300];
+	struct srv_req r;
+	struct stat st = { 0 };
+	uint64_t fh = 0;
+
+	if (geteuid() != 0) {
+		skip("caller_identity", "needs root (a root server acts as the caller)");
+		return;
+	}
+	if (!mkdtemp(dir) || chmod(dir, 0777) || ops_init(dir)) {
+		result("caller_identity_setup", false, "mkdtemp/ops_init failed");
+		return;
+	}
+	caller_uid = 65534;
+	caller_gid = 65533;
+	create_file("f", &fh);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	result("create_as_the_caller", stat(path, &st) == 0 &&
+	       st.st_uid == 65534 && st.st_gid == 65533,
+	       "owner %u:%u", st.st_uid, st.st_gid);
+	close((int)fh);
+	EXPECT_INT("mkdir_as_the_caller_ok", 0,
+		   call(FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "d\0", 2, &r));
+	snprintf(path, sizeof(path), "%s/d", dir);
+	result("mkdir_as_the_caller", stat(path, &st) == 0 &&
+	       st.st_uid == 65534 && st.st_gid == 65533,
+	       "owner %u:%u", st.st_uid, st.st_gid);
+	EXPECT_INT("symlink_as_the_caller_ok", 0,
+		   call(FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, "s\0missing\0", 10, &r));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	result("symlink_as_the_caller_dangling_is_fine",
+	       lstat(path, &st) == 0 && st.st_uid == 65534,
+	       "owner %u", st.st_uid);
+	EXPECT_INT("mknod_device_without_the_privilege_eperm", -EPERM,
+		   call(FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "c\0", 2, &r));
+	snprintf(path, sizeof(path), "%s/c", dir);
+	result("mknod_refused_left_nothing", lstat(path, &st) < 0 && errno == ENOENT,
+	       "%s exists", path);
+	result("the_server_is_root_again", setfsuid((uid_t)-1) == 0 &&
+	       setfsgid((gid_t)-1) == 0, "fsuid %d", setfsuid((uid_t)-1));
+	caller_uid = caller_gid = 0;
+
+	memset(name, 'n', 256);
+	name[256] = '\0';
+	EXPECT_INT("mkdir_name_too_long_enametoolong", -ENAMETOOLONG,
+		   call(FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), name, 257, &r));
+	ops_destroy();
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	if (system(path))
+		result("caller_identity_cleanup", false, "rm -rf %s failed", dir);
+}
+
 /* READDIR lists what is there, and resumes at the offset it returned. */
 static void test_readdir(void)
 {
@@ -1011,6 +1217,8 @@ int main(void)
 	test_pinned_bytes();
 	test_cpu_list();
 	test_handlers();
+	test_file_ops();
+	test_caller_identity();
 	test_readdir();
 	return unit_exit_status();
 }
