@@ -792,6 +792,7 @@ static int srv_interrupt(struct srv_req *r)
  */
 typedef int (*srv_handler)(struct srv_req *r);
 
+/* doc: handlers-begin */
 static const srv_handler srv_handlers[] = {
 	[FUSE_LOOKUP]		= srv_lookup,
 	[FUSE_FORGET]		= srv_forget,
@@ -830,7 +831,9 @@ static const srv_handler srv_handlers[] = {
 	[FUSE_INTERRUPT]	= srv_interrupt,
 	[FUSE_DESTROY]		= srv_destroy,
 };
+/* doc: handlers-end */
 
+/* doc: as-caller-begin */
 /*
  * Whose name is on a new file. The kernel checks permissions itself (the
  * mount has default_permissions), so the server may act with its own
@@ -863,6 +866,7 @@ static int as_caller(srv_handler handler, struct srv_req *r)
 	setfsgid(gid);
 	return err;
 }
+/* doc: as-caller-end */
 
 /* doc: dispatch-begin */
 /* Run the handler; anything without one is -ENOSYS, which the kernel

@@ -135,6 +135,42 @@ else
 	check_eq "then getxattr is ENODATA, passed through" "No data available" \
 		"$(xattr get "$M/moved.bin")"
 fi
+# Space and holes (FUSE_FALLOCATE, LSEEK), copies without a round trip
+# through the caller (COPY_FILE_RANGE_64), the birth time (STATX).
+check "fallocate -l 1MiB on the mount (FUSE_FALLOCATE)" fallocate -l 1048576 "$M/space"
+check_eq "the space is there, on the mount and behind it" "1048576 1048576" \
+	"$(stat -c %s "$M/space") $(stat -c %s "$B/space")"
+# 4 KiB of data, then a hole to 1 MiB. Without LSEEK the kernel would
+# answer SEEK_HOLE itself, with the end of the file.
+head -c 4096 /dev/urandom >"$M/sparse"
+truncate -s 1048576 "$M/sparse"
+check_eq "SEEK_DATA and SEEK_HOLE come from the backing file (FUSE_LSEEK)" "0 4096" \
+	"$(/usr/bin/python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(os.lseek(fd, 0, os.SEEK_DATA), os.lseek(fd, 0, os.SEEK_HOLE))' "$M/sparse")"
+check "copy_file_range(2) on the mount (FUSE_COPY_FILE_RANGE_64)" /usr/bin/python3 -c 'import os, sys
+src, dst = os.open(sys.argv[1], os.O_RDONLY), os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT, 0o644)
+left = os.fstat(src).st_size
+while left:
+    n = os.copy_file_range(src, dst, left)
+    assert n > 0
+    left -= n' "$M/moved.bin" "$M/copy.bin"
+check "the copy has the same bytes" cmp "$W/random.bin" "$M/copy.bin"
+check_eq "stat's birth time is the backing file's (FUSE_STATX)" \
+	"$(stat -c %W "$B/copy.bin")" "$(stat --cached=never -c %W "$M/copy.bin")"
+rm -f "$M/space" "$M/sparse" "$M/copy.bin"
+# New names belong to whoever made them: a root server creates as the caller.
+mkdir -m 0777 "$M/open"
+check "as uid 65534: touch, mkdir, ln -s and mkfifo on the mount" \
+	setpriv --reuid=65534 --regid=65533 --clear-groups \
+	sh -c "touch $M/open/f && mkdir $M/open/d && ln -s f $M/open/s && mkfifo $M/open/p"
+check_eq "they belong to 65534:65533, behind the mount too" \
+	"65534:65533 65534:65533 65534:65533 65534:65533" \
+	"$(stat -c %u:%g "$B/open/f" "$B/open/d" "$B/open/s" "$B/open/p" | tr '\n' ' ' | sed 's/ $//')"
+check_fails_with "as uid 65534: creating in a root-only dir is EACCES" \
+	"Permission denied" setpriv --reuid=65534 --regid=65533 --clear-groups touch "$M/dir/nope"
+check_eq "and left nothing" "gone" "$( [ -e "$B/dir/nope" ] && echo still || echo gone)"
+rm -rf "$M/open"
 check "rm of the symlink, the second name and the fifo" rm "$M/link" "$M/hard" "$M/fifo"
 check_eq "and only they are gone" "dir moved.bin" "$(ls "$M" | tr '\n' ' ' | sed 's/ $//')"
 touch "$M/dir/keep"
@@ -142,9 +178,13 @@ check_fails_with "rmdir of a non-empty dir passes ENOTEMPTY through" \
 	"Directory not empty" rmdir "$M/dir"
 check_fails_with "a missing name is ENOENT" "No such file or directory" cat "$M/nope"
 # An opcode without a handler is answered ENOSYS, which the kernel maps
-# per opcode: for FALLOCATE it remembers it and returns EOPNOTSUPP.
-check_fails_with "an unimplemented op (FALLOCATE): ENOSYS, which fallocate(2) returns as EOPNOTSUPP" \
-	"Operation not supported" fallocate -l 4096 "$M/moved.bin"
+# per opcode: for TMPFILE it remembers it and returns EOPNOTSUPP.
+check_eq "an unimplemented op (TMPFILE): ENOSYS, which open(O_TMPFILE) returns as EOPNOTSUPP" \
+	"Operation not supported" "$(/usr/bin/python3 -c 'import os, sys
+try:
+    os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)
+except OSError as e:
+    print(e.strerror)' "$M")"
 check "rm on the mount" rm "$M/moved.bin" "$M/dir/keep"
 check_eq "rm removed the backing file" "gone" "$( [ -e "$B/moved.bin" ] && echo still || echo gone)"
 check "rmdir on the mount" rmdir "$M/dir"
@@ -161,7 +201,8 @@ check_eq "FUSE_INIT is the first request" "dev op=INIT" \
 check_eq "no request but FORGET/INTERRUPT on /dev/fuse after INIT" "" \
 	"$(grep '^trace dev ' "$LOG" | grep -v -E ' op=(INIT|FORGET|BATCH_FORGET|INTERRUPT) ')"
 for op in LOOKUP GETATTR MKDIR CREATE OPEN WRITE READ FLUSH RELEASE OPENDIR \
-	READDIR RELEASEDIR RENAME RENAME2 UNLINK RMDIR STATFS; do
+	READDIR RELEASEDIR RENAME RENAME2 UNLINK RMDIR STATFS SYMLINK READLINK \
+	LINK MKNOD FALLOCATE LSEEK COPY_FILE_RANGE_64 STATX TMPFILE; do
 	n=$(grep -c "^trace ring q=[0-$QMAX] ent=[0-7] op=$op unique=[0-9]* commit_id=[0-9]* arg=[0-9]* in=[0-9]* out=[0-9]* error=" "$LOG")
 	if [ "$n" -gt 0 ]; then
 		pass "$op arrived over io_uring ($n)"
