@@ -421,3 +421,30 @@ fio_verify_pairs() {
 	done
 	rm -f "$M"/pair*.dat
 }
+
+# buffer_owners NBUFS TRACE: replay the kernel's fuse_uring_buffer events in
+# TRACE (a copy of tracefs's trace, taken with the counter clock, which
+# orders the events of all CPUs) per queue. A buffer must never be selected
+# while an entry holds it, nor recycled by an entry that does not hold it,
+# and its id must be below NBUFS. Prints the number of selections, then
+# "none" or what went wrong ("q0:buf2:to-ent5:held-by-ent7 ...").
+buffer_owners() {
+	awk -v nbufs="$1" '/fuse_uring_buffer:/ {
+		for (i = 1; i < NF; i++) {
+			if ($i == "qid") q = $(i + 1)
+			if ($i == "ent") e = $(i + 1)
+			if ($i == "buf") b = $(i + 1)
+		}
+		if (b + 0 >= nbufs) bad = bad " q" q ":buf" b ":out-of-range"
+		if ($0 ~ / selected /) {
+			n++
+			if ((q, b) in owner)
+				bad = bad " q" q ":buf" b ":to-ent" e ":held-by-ent" owner[q, b]
+			owner[q, b] = e
+		} else {
+			if (!((q, b) in owner) || owner[q, b] != e)
+				bad = bad " q" q ":buf" b ":recycled-by-ent" e ":not-its-holder"
+			delete owner[q, b]
+		}
+	} END { printf "%d %s", n, bad == "" ? "none" : substr(bad, 2) }' "$2"
+}

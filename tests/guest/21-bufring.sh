@@ -266,24 +266,7 @@ else
 	echo 0 >"$BUF_EV/enable"
 	# (setting the clock clears the trace: keep it first; cleanup sets it)
 	cat "$TRACEFS/trace" >"$W/buffer.trace"
-	owners=$(awk -v nbufs=3 '/fuse_uring_buffer:/ {
-		for (i = 1; i < NF; i++) {
-			if ($i == "qid") q = $(i + 1)
-			if ($i == "ent") e = $(i + 1)
-			if ($i == "buf") b = $(i + 1)
-		}
-		if (b + 0 >= nbufs) bad = bad " q" q ":buf" b ":out-of-range"
-		if ($0 ~ / selected /) {
-			n++
-			if ((q, b) in owner)
-				bad = bad " q" q ":buf" b ":to-ent" e ":held-by-ent" owner[q, b]
-			owner[q, b] = e
-		} else {
-			if (!((q, b) in owner) || owner[q, b] != e)
-				bad = bad " q" q ":buf" b ":recycled-by-ent" e ":not-its-holder"
-			delete owner[q, b]
-		}
-	} END { printf "%d %s", n, bad == "" ? "none" : substr(bad, 2) }' "$W/buffer.trace")
+	owners=$(buffer_owners 3 "$W/buffer.trace")
 	echo "# fuse_uring_buffer: ${owners%% *} selections"
 	check_eq "--nbufs=3: at least 1000 buffer selections traced (the slot index went round)" \
 		"yes" "$([ "${owners%% *}" -ge 1000 ] && echo yes || echo "no: ${owners%% *}")"
