@@ -660,12 +660,16 @@ static int xattr_path(const struct srv_req *r, char proc[64])
 /*
  * GETXATTR and LISTXATTR share one reply rule: size 0 asks how big the
  * value is (fuse_getxattr_out), else the value itself, or -ERANGE if it is
- * larger than size.
+ * larger than size. A value that fits size but not our reply buffer (cap,
+ * a small --payload-size) is -E2BIG: -ERANGE would send the caller to ask
+ * for the size again, and then again with the same size.
  */
-static int reply_xattr(struct srv_req *r, uint32_t size, ssize_t n)
+static int reply_xattr(struct srv_req *r, uint32_t size, size_t cap, ssize_t n)
 {
 	struct fuse_getxattr_out *o;
 
+	if (n < 0 && errno == ERANGE && cap < size)
+		return -E2BIG;
 	if (n < 0)
 		return -errno;
 	if (size == 0) {
@@ -691,7 +695,8 @@ static int srv_getxattr(struct srv_req *r)
 		err = xattr_path(r, proc);
 	if (err)
 		return err;
-	return reply_xattr(r, in->size, getxattr(proc, name, cap ? r->out : NULL, cap));
+	return reply_xattr(r, in->size, cap,
+			   getxattr(proc, name, cap ? r->out : NULL, cap));
 }
 
 static int srv_listxattr(struct srv_req *r)
@@ -703,7 +708,8 @@ static int srv_listxattr(struct srv_req *r)
 
 	if (err)
 		return err;
-	return reply_xattr(r, in->size, listxattr(proc, cap ? r->out : NULL, cap));
+	return reply_xattr(r, in->size, cap,
+			   listxattr(proc, cap ? r->out : NULL, cap));
 }
 
 /*

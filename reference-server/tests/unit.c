@@ -745,6 +745,9 @@ static void test_cpu_list(void)
 static char reqbuf[1 << 16] __attribute__((aligned(8)));
 static char outbuf[1 << 16] __attribute__((aligned(8)));
 
+/* The reply buffer a handler gets: all of outbuf, unless a case says less. */
+static size_t out_cap = sizeof(outbuf);
+
 /* Who the requests come from (fuse_in_header's uid and gid). */
 static uint32_t caller_uid, caller_gid;
 
@@ -764,7 +767,7 @@ static int call(uint32_t opcode, uint64_t nodeid, const void *arg,
 	if (err)
 		return err;
 	r->out = outbuf;
-	r->out_size = sizeof(outbuf);
+	r->out_size = out_cap;
 	return srv_dispatch(r);
 }
 
@@ -893,6 +896,11 @@ static void test_handlers(void)
 		gi.size = 2;
 		EXPECT_INT("getxattr_too_small_erange", -ERANGE,
 			   call(FUSE_GETXATTR, file_node, &gi, sizeof(gi), "user.k\0", 7, &r));
+		gi.size = 32;
+		out_cap = 2;	/* a reply buffer smaller than the value */
+		EXPECT_INT("getxattr_fits_size_not_the_buffer_e2big", -E2BIG,
+			   call(FUSE_GETXATTR, file_node, &gi, sizeof(gi), "user.k\0", 7, &r));
+		out_cap = sizeof(outbuf);
 		gi.size = 64;
 		err = call(FUSE_LISTXATTR, file_node, &gi, sizeof(gi), NULL, 0, &r);
 		result("listxattr_lists_it", !err && r.out_len == 7 &&
