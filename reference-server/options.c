@@ -147,6 +147,10 @@ void print_usage(FILE *f)
 "  --fallback          zero-copy: without CAP_SYS_ADMIN, run in\n"
 "                      pinned-buffers mode (with a notice) instead of\n"
 "                      refusing to start\n"
+"  --allow-other       let every user reach the mount, not only the one\n"
+"                      who mounted it; the kernel still checks each access\n"
+"                      against the files' modes (default_permissions), and\n"
+"                      a root server creates new files as their caller\n"
 "  --foreground        stay in the foreground (default: daemon once mounted)\n"
 "  --trace             one line per request on stderr\n"
 "  --verbose           at start-up, the memory each queue holds for the\n"
@@ -226,13 +230,14 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen)
 {
 	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_NBUFS, OPT_FALLBACK,
-	       OPT_FG, OPT_TRACE, OPT_VERBOSE, OPT_HELP };
+	       OPT_ALLOW_OTHER, OPT_FG, OPT_TRACE, OPT_VERBOSE, OPT_HELP };
 	static const struct option longopts[] = {
 		{ "queue-depth", required_argument, NULL, OPT_DEPTH },
 		{ "payload-size", required_argument, NULL, OPT_PAYLOAD },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "nbufs", required_argument, NULL, OPT_NBUFS },
 		{ "fallback", no_argument, NULL, OPT_FALLBACK },
+		{ "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
 		{ "foreground", no_argument, NULL, OPT_FG },
 		{ "trace", no_argument, NULL, OPT_TRACE },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
@@ -282,6 +287,9 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			break;
 		case OPT_FALLBACK:
 			o->fallback = true;
+			break;
+		case OPT_ALLOW_OTHER:
+			o->allow_other = true;
 			break;
 		case OPT_FG:
 			o->foreground = true;

@@ -73,6 +73,7 @@ int session_check_uring_param(void)
  * our /dev/fuse, rootmode= is the root's type, user_id/group_id own the
  * connection. default_permissions lets the kernel check access from our
  * attributes: this server runs as root and does not check them itself.
+ * Without allow_other only the mounting user may use the mount at all.
  */
 int session_mount(struct srv_session *s)
 {
@@ -87,8 +88,9 @@ int session_mount(struct srv_session *s)
 		return err;
 	}
 	snprintf(data, sizeof(data),
-		 "fd=%d,rootmode=%o,user_id=%u,group_id=%u,default_permissions",
-		 s->devfd, st.st_mode & S_IFMT, getuid(), getgid());
+		 "fd=%d,rootmode=%o,user_id=%u,group_id=%u,default_permissions%s",
+		 s->devfd, st.st_mode & S_IFMT, getuid(), getgid(),
+		 s->opts->allow_other ? ",allow_other" : "");
 	if (mount(SRV_NAME, mnt, "fuse." SRV_NAME, MS_NOSUID | MS_NODEV,
 		  data) < 0) {
 		err = -errno;

@@ -643,6 +643,12 @@ static void test_modes(void)
 	result("options_zero_copy_nbufs_default_depth",
 	       !ret && o.nbufs == SRV_DEFAULT_QUEUE_DEPTH && !o.fallback,
 	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "/b", "/m", NULL);
+	result("options_allow_other_is_off_by_default", !ret && !o.allow_other,
+	       "ret=%d", ret);
+	ret = parse(&o, err, "--allow-other", "/b", "/m", NULL);
+	result("options_allow_other", !ret && o.allow_other, "ret=%d err=%s",
+	       ret, err);
 	ret = parse(&o, err, "--fallback", "--mode=zero-copy", "/b", "/m",
 		    NULL);
 	result("options_fallback_with_zero_copy", !ret && o.fallback,

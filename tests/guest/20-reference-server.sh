@@ -57,7 +57,7 @@ check_fails_with "an unknown --mode names the modes built in" \
 # ---- first mount, with --trace ------------------------------------------------
 
 LOG=$W/server.log
-if ! refsrv_start "$LOG" --trace --verbose; then
+if ! refsrv_start "$LOG" --trace --verbose --allow-other; then
 	fail "server mounts $B on $M" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
 	exit 1
 fi
@@ -160,6 +160,9 @@ check_eq "stat's birth time is the backing file's (FUSE_STATX)" \
 	"$(stat -c %W "$B/copy.bin")" "$(stat --cached=never -c %W "$M/copy.bin")"
 rm -f "$M/space" "$M/sparse" "$M/copy.bin"
 # New names belong to whoever made them: a root server creates as the caller.
+# --allow-other lets other users reach the mount at all.
+check_eq "--allow-other: the mount has allow_other and default_permissions" "yes yes" \
+	"$(awk -v m="$M" '$2 == m { print ($4 ~ /allow_other/ ? "yes" : "no"), ($4 ~ /default_permissions/ ? "yes" : "no") }' /proc/mounts)"
 mkdir -m 0777 "$M/open"
 check "as uid 65534: touch, mkdir, ln -s and mkfifo on the mount" \
 	setpriv --reuid=65534 --regid=65533 --clear-groups \
