@@ -126,6 +126,7 @@ void build_dev_reply(struct fuse_out_header *oh, uint64_t unique, int error,
 		     size_t out_len);
 int req_name(const struct srv_req *r, size_t skip, const char **name,
 	     size_t *consumed);
+int req_supp_group(const struct srv_req *r, uint32_t *gid);
 size_t dirent_pack(void *buf, size_t cap, const char *name, uint64_t ino,
 		   uint64_t off, uint32_t type);
 void stat_to_fuse_attr(const struct stat *st, struct fuse_attr *a);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/fsuid.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -50,17 +51,13 @@ static int stat_inode(const struct srv_inode *ino, struct stat *st)
 	return 0;
 }
 
-/* Shared by LOOKUP, MKDIR and CREATE: name -> inode, one more nlookup. */
-static int do_lookup(struct srv_inode *parent, const char *name,
-		     struct fuse_entry_out *e)
+/* An O_PATH fd -> the kernel's entry for it, one more nlookup. Takes fd. */
+static int fd_entry(int fd, struct fuse_entry_out *e)
 {
 	struct srv_inode *ino;
 	struct stat st;
-	int fd, err;
+	int err;
 
-	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		err = -errno;
 		close(fd);
@@ -75,6 +72,17 @@ static int do_lookup(struct srv_inode *parent, const char *name,
 	e->attr_valid = TIMEOUT_SEC;
 	stat_to_fuse_attr(&st, &e->attr);
 	return 0;
+}
+
+/* Shared by LOOKUP, MKDIR and CREATE: name -> inode, one more nlookup. */
+static int do_lookup(struct srv_inode *parent, const char *name,
+		     struct fuse_entry_out *e)
+{
+	int fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return fd_entry(fd, e);
 }
 
 /* ---- names ------------------------------------------------------------ */
@@ -245,6 +253,40 @@ static int srv_create(struct srv_req *r)
 	if (fd < 0)
 		return -errno;
 	err = do_lookup(parent, name, &out.e);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	memset(&out.o, 0, sizeof(out.o));
+	out.o.fh = (uint64_t)fd;
+	memcpy(reply(r, sizeof(out)), &out, sizeof(out));
+	return 0;
+}
+
+/*
+ * open(O_TMPFILE): a file with no name, in the directory; linkat(2) may
+ * give it one later (LINK). The kernel's name for it, "/", is not used.
+ * The reply is CREATE's: an entry for the inode, and the open fh.
+ */
+static int srv_tmpfile(struct srv_req *r)
+{
+	const struct fuse_create_in *in = r->arg;
+	struct {
+		struct fuse_entry_out e;
+		struct fuse_open_out o;
+	} out;
+	char proc[64];
+	int fd, ipath, err;
+
+	fd = openat(inode_get(r->in->nodeid)->fd, ".",
+		    ((int)in->flags | O_TMPFILE) & ~(O_CREAT | O_NOFOLLOW),
+		    in->mode);
+	if (fd < 0)
+		return -errno;
+	/* the inode table keeps O_PATH fds: one more, through /proc */
+	proc_path(fd, proc);
+	ipath = open(proc, O_PATH | O_CLOEXEC);
+	err = ipath < 0 ? -errno : fd_entry(ipath, &out.e);
 	if (err) {
 		close(fd);
 		return err;
@@ -808,6 +850,7 @@ static const srv_handler srv_handlers[] = {
 	[FUSE_STATX]		= srv_statx,
 	[FUSE_OPEN]		= srv_open,
 	[FUSE_CREATE]		= srv_create,
+	[FUSE_TMPFILE]		= srv_tmpfile,
 	[FUSE_READ]		= srv_read,
 	[FUSE_WRITE]		= srv_write,
 	[FUSE_FLUSH]		= srv_flush,
@@ -845,31 +888,66 @@ static const srv_handler srv_handlers[] = {
  * mount has default_permissions), so the server may act with its own
  * rights, except where the backing file system records who acted: a new
  * file, directory, node or symlink belongs to the fsuid and fsgid that made
- * it (or to the directory's group, under set-group-ID). A server running as
- * root makes them as the caller. setfsuid() and setfsgid() change only the
- * calling thread's file-system identity, and each queue has its own thread.
- * As another fsuid the thread also loses CAP_MKNOD, CAP_DAC_OVERRIDE and
- * the other file capabilities, so the backing file system checks the
- * caller's rights a second time, with one gap: the thread keeps the
- * server's supplementary groups, not the caller's (the README says so).
+ * it (or to the directory's group, under set-group-ID). A server that may
+ * change its file-system identity (root, with CAP_SETUID and CAP_SETGID)
+ * makes them as the caller. setfsuid(), setfsgid() and the raw setgroups
+ * syscall change only the calling thread (glibc's setgroups() would change
+ * every thread), and each queue has its own thread. As another fsuid the
+ * thread also loses CAP_MKNOD, CAP_DAC_OVERRIDE and the other file
+ * capabilities, so the backing file system checks the caller's rights a
+ * second time. The caller's supplementary groups are not in the request;
+ * FUSE_CREATE_SUPP_GROUP sends the one that matters, the directory's.
  */
 static bool creates_a_name(uint32_t opcode)
 {
-	return opcode == FUSE_CREATE || opcode == FUSE_MKDIR ||
-	       opcode == FUSE_MKNOD || opcode == FUSE_SYMLINK;
+	return opcode == FUSE_CREATE || opcode == FUSE_TMPFILE ||
+	       opcode == FUSE_MKDIR || opcode == FUSE_MKNOD ||
+	       opcode == FUSE_SYMLINK;
+}
+
+/* Set by ops_init(): whether this server can take on the caller's ids. */
+static bool can_act_as_caller;
+
+static bool probe_act_as_caller(void)
+{
+	uid_t uid = (uid_t)setfsuid((uid_t)-1);	/* -1 changes nothing */
+	gid_t gid = (gid_t)setfsgid((gid_t)-1);
+
+	if (geteuid() != 0)
+		return false;
+	setfsuid(65534);
+	setfsgid(65534);
+	/* each returns the id it replaces: 65534 if the switch took */
+	return setfsuid(uid) == 65534 && setfsgid(gid) == 65534;
 }
 
 static int as_caller(srv_handler handler, struct srv_req *r)
 {
-	uid_t uid = (uid_t)setfsuid((uid_t)-1);	/* -1 changes nothing */
+	uid_t uid = (uid_t)setfsuid((uid_t)-1);
 	gid_t gid = (gid_t)setfsgid((gid_t)-1);
-	int err;
+	gid_t groups[64], dir_group;
+	int ngroups = -1, err;
 
+	err = req_supp_group(r, &dir_group);
+	if (err < 0)
+		return err;
+	if (err == 1) {
+		ngroups = getgroups(64, groups);
+		if (ngroups < 0 || syscall(SYS_setgroups, 1, &dir_group) < 0)
+			return -EPERM;
+	}
 	setfsgid(r->in->gid);
 	setfsuid(r->in->uid);
-	err = handler(r);
+	/* they report no errors: read back that the switch took */
+	if ((uid_t)setfsuid((uid_t)-1) == r->in->uid &&
+	    (gid_t)setfsgid((gid_t)-1) == r->in->gid)
+		err = handler(r);
+	else
+		err = -EPERM;
 	setfsuid(uid);
 	setfsgid(gid);
+	if (ngroups >= 0)
+		syscall(SYS_setgroups, ngroups, groups);
 	return err;
 }
 /* doc: as-caller-end */
@@ -884,7 +962,7 @@ int srv_dispatch(struct srv_req *r)
 	if (opcode >= sizeof(srv_handlers) / sizeof(srv_handlers[0]) ||
 	    !srv_handlers[opcode])
 		return -ENOSYS;
-	if (creates_a_name(opcode) && geteuid() == 0)
+	if (creates_a_name(opcode) && can_act_as_caller)
 		return as_caller(srv_handlers[opcode], r);
 	return srv_handlers[opcode](r);
 }
@@ -892,6 +970,7 @@ int srv_dispatch(struct srv_req *r)
 
 int ops_init(const char *backing_dir)
 {
+	can_act_as_caller = probe_act_as_caller();
 	return inodes_init(backing_dir);
 }
 

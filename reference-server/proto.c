@@ -208,6 +208,45 @@ int req_name(const struct srv_req *r, size_t skip, const char **name,
 	return 0;
 }
 
+/*
+ * The group FUSE_CREATE_SUPP_GROUP adds to CREATE, MKDIR, MKNOD and SYMLINK:
+ * the new name's directory's group, sent when the caller is in it only as
+ * a supplementary group (get_create_supp_group() in fs/fuse/dir.c).
+ * Extensions end the request, total_extlen 8-byte units of them, each a
+ * fuse_ext_header and its body. 1 and *gid if there is such a group, 0 if
+ * not, -EINVAL if the extensions do not add up.
+ */
+int req_supp_group(const struct srv_req *r, uint32_t *gid)
+{
+	size_t len = (size_t)r->in->total_extlen * 8;
+	const char *end = r->data + r->data_len;
+	const char *p = end - len;
+	struct fuse_ext_header xh;
+	struct fuse_supp_groups sg;
+
+	if (len > r->data_len)
+		return -EINVAL;
+	while (p < end) {
+		if ((size_t)(end - p) < sizeof(xh))
+			return -EINVAL;
+		memcpy(&xh, p, sizeof(xh));	/* the data need not be aligned */
+		if (xh.size < sizeof(xh) || xh.size % 8 ||
+		    xh.size > (size_t)(end - p))
+			return -EINVAL;
+		if (xh.type == FUSE_EXT_GROUPS) {
+			if (xh.size < sizeof(xh) + sizeof(sg) + sizeof(*gid))
+				return -EINVAL;
+			memcpy(&sg, p + sizeof(xh), sizeof(sg));
+			if (sg.nr_groups != 1)	/* the kernel sends one */
+				return -EINVAL;
+			memcpy(gid, p + sizeof(xh) + sizeof(sg), sizeof(*gid));
+			return 1;
+		}
+		p += xh.size;
+	}
+	return 0;
+}
+
 /* ---- replies ---------------------------------------------------------- */
 
 /* doc: ring-reply-begin */
@@ -371,7 +410,10 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		/* max_pages below is meant; the default is 32 pages */
 		FUSE_MAX_PAGES |
 		/* LOOKUP/READDIR in one directory need not be serialised */
-		FUSE_PARALLEL_DIROPS;
+		FUSE_PARALLEL_DIROPS |
+		/* the directory's group, where the caller has it only as a
+		 * supplementary group (ops.c, as_caller()) */
+		FUSE_CREATE_SUPP_GROUP;
 
 	memset(out, 0, sizeof(*out));
 	out->major = FUSE_KERNEL_VERSION;

@@ -27,7 +27,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -318,6 +321,40 @@ static void test_req_name(void)
 	r.data = "\0x";
 	r.data_len = 2;
 	EXPECT_INT("req_name_empty_einval", -EINVAL, req_name(&r, 0, &a, &n1));
+}
+
+/* FUSE_CREATE_SUPP_GROUP's extension: found, absent, or malformed. */
+static void test_req_supp_group(void)
+{
+	struct {
+		char name[8];
+		struct fuse_ext_header xh;
+		uint32_t nr_groups, group;
+	} d = { "n", { 16, FUSE_EXT_GROUPS }, 1, 4242 };
+	struct fuse_in_header in = { .total_extlen = 2 };
+	struct srv_req r = { .in = &in, .data = (char *)&d, .data_len = sizeof(d) };
+	uint32_t gid = 0;
+	int err;
+
+	err = req_supp_group(&r, &gid);
+	result("supp_group_found", err == 1 && gid == 4242, "err=%d gid=%u", err, gid);
+	in.total_extlen = 0;
+	EXPECT_INT("supp_group_none_without_extensions", 0, req_supp_group(&r, &gid));
+	in.total_extlen = 4;	/* 32 bytes, more than came */
+	EXPECT_INT("supp_group_extlen_past_the_data_einval", -EINVAL,
+		   req_supp_group(&r, &gid));
+	in.total_extlen = 2;
+	d.xh.size = 12;		/* not a multiple of 8 */
+	EXPECT_INT("supp_group_unaligned_size_einval", -EINVAL,
+		   req_supp_group(&r, &gid));
+	d.xh.size = 0;		/* would never move on */
+	EXPECT_INT("supp_group_size_0_einval", -EINVAL, req_supp_group(&r, &gid));
+	d.xh.size = 24;		/* past the end */
+	EXPECT_INT("supp_group_size_past_the_end_einval", -EINVAL,
+		   req_supp_group(&r, &gid));
+	d.xh.size = 16;
+	d.xh.type = 7;		/* a security context: not ours, skipped */
+	EXPECT_INT("supp_group_other_extension_skipped", 0, req_supp_group(&r, &gid));
 }
 
 /* ---- replies ---------------------------------------------------------- */
@@ -754,8 +791,10 @@ static char outbuf[1 << 16] __attribute__((aligned(8)));
 /* The reply buffer a handler gets: all of outbuf, unless a case says less. */
 static size_t out_cap = sizeof(outbuf);
 
-/* Who the requests come from (fuse_in_header's uid and gid). */
+/* Who the requests come from (fuse_in_header's uid and gid), and how many
+ * 8-byte units at the end of the data are extensions (total_extlen). */
 static uint32_t caller_uid, caller_gid;
+static uint16_t caller_extlen;
 
 /* Build a /dev/fuse-style request, parse it, dispatch it. */
 static int call(uint32_t opcode, uint64_t nodeid, const void *arg,
@@ -769,6 +808,7 @@ static int call(uint32_t opcode, uint64_t nodeid, const void *arg,
 	((struct fuse_in_header *)reqbuf)->nodeid = nodeid;
 	((struct fuse_in_header *)reqbuf)->uid = caller_uid;
 	((struct fuse_in_header *)reqbuf)->gid = caller_gid;
+	((struct fuse_in_header *)reqbuf)->total_extlen = caller_extlen;
 	err = parse_dev_request(reqbuf, n, r);
 	if (err)
 		return err;
@@ -972,7 +1012,7 @@ static uint64_t create_file(const char *name, uint64_t *fh)
 	return ((struct fuse_entry_out *)outbuf)->nodeid;
 }
 
-/* FALLOCATE, LSEEK, COPY_FILE_RANGE(_64), STATX and RENAME2's flags. */
+/* FALLOCATE, LSEEK, COPY_FILE_RANGE(_64), STATX, RENAME2's flags, TMPFILE. */
 static void test_file_ops(void)
 {
 	char dir[] = "/tmp/fuse-uring-unit-XXXXXX";
@@ -1004,7 +1044,7 @@ static void test_file_ops(void)
 		result("fallocate_grew_the_backing_file",
 		       stat(path, &st) == 0 && st.st_size == 8192,
 		       "size %lld", (long long)st.st_size);
-		fa.mode = 0x80;		/* no FALLOC_FL_ with this value */
+		fa.mode = 1u << 30;	/* no FALLOC_FL_ has this bit */
 		EXPECT_INT("fallocate_unknown_mode_eopnotsupp", -EOPNOTSUPP,
 			   call(FUSE_FALLOCATE, a, &fa, sizeof(fa), NULL, 0, &r));
 	}
@@ -1012,18 +1052,23 @@ static void test_file_ops(void)
 		/* data at 0 (5 bytes written); the rest, allocated but never
 		 * written, is data or hole as the backing file system decides;
 		 * past the end is -ENXIO */
-		struct fuse_lseek_in ls = { .fh = fha, .whence = SEEK_DATA };
+		struct fuse_lseek_in ls = { .fh = fha, .offset = 1, .whence = SEEK_DATA };
+		uint64_t off;
 
+		memset(outbuf, 0xff, 8);	/* a reply must overwrite it */
 		err = call(FUSE_LSEEK, a, &ls, sizeof(ls), NULL, 0, &r);
+		off = ((struct fuse_lseek_out *)outbuf)->offset;
 		result("lseek_data_finds_the_written_bytes", !err &&
-		       r.out_len == sizeof(struct fuse_lseek_out) &&
-		       ((struct fuse_lseek_out *)outbuf)->offset == 0,
-		       "err=%d", err);
+		       r.out_len == sizeof(struct fuse_lseek_out) && off == 1,
+		       "err=%d offset=%llu", err, (unsigned long long)off);
 		ls.whence = SEEK_HOLE;
+		memset(outbuf, 0xff, 8);
 		err = call(FUSE_LSEEK, a, &ls, sizeof(ls), NULL, 0, &r);
-		result("lseek_hole_at_the_end_at_the_latest", !err &&
-		       ((struct fuse_lseek_out *)outbuf)->offset <= 8192,
-		       "err=%d", err);
+		off = ((struct fuse_lseek_out *)outbuf)->offset;
+		result("lseek_hole_after_the_written_bytes", !err &&
+		       r.out_len == sizeof(struct fuse_lseek_out) &&
+		       off >= 5 && off <= 8192,
+		       "err=%d offset=%llu", err, (unsigned long long)off);
 		ls.offset = 9000;
 		EXPECT_INT("lseek_data_past_the_end_enxio", -ENXIO,
 			   call(FUSE_LSEEK, a, &ls, sizeof(ls), NULL, 0, &r));
@@ -1090,6 +1135,38 @@ static void test_file_ops(void)
 		       "err=%d", err);
 		close((int)fhc);
 	}
+	{
+		/* O_TMPFILE: a nameless file, then LINK gives it one */
+		struct fuse_create_in ci = { .flags = O_RDWR, .mode = S_IFREG | 0600 };
+		struct fuse_open_out *o = (void *)(outbuf + sizeof(struct fuse_entry_out));
+		uint64_t t, fht;
+		struct fuse_link_in li;
+		char back[8] = "";
+		int fd;
+
+		err = call(FUSE_TMPFILE, FUSE_ROOT_ID, &ci, sizeof(ci), "/\0", 2, &r);
+		t = ((struct fuse_entry_out *)outbuf)->nodeid;
+		fht = o->fh;
+		result("tmpfile_replies_entry_and_open", !err &&
+		       r.out_len == sizeof(struct fuse_entry_out) + sizeof(*o) &&
+		       t > 1 && ((struct fuse_entry_out *)outbuf)->attr.nlink == 0,
+		       "err=%d out_len=%zu", err, r.out_len);
+		if (!err) {
+			if (pwrite((int)fht, "tmp", 3, 0) != 3)
+				result("tmpfile_write", false, "pwrite failed");
+			li.oldnodeid = t;
+			EXPECT_INT("tmpfile_linked_in_ok", 0,
+				   call(FUSE_LINK, FUSE_ROOT_ID, &li, sizeof(li), "t\0", 2, &r));
+			snprintf(path, sizeof(path), "%s/t", dir);
+			fd = open(path, O_RDONLY);
+			result("tmpfile_has_its_name_and_data", fd >= 0 &&
+			       read(fd, back, sizeof(back)) == 3 && !memcmp(back, "tmp", 3),
+			       "%s: %s", path, back);
+			if (fd >= 0)
+				close(fd);
+			close((int)fht);
+		}
+	}
 	close((int)fha);
 	close((int)fhb);
 	ops_destroy();
@@ -1097,6 +1174,8 @@ static void test_file_ops(void)
 	err = system(path);
 	(void)err;
 }
+
+static int unit_groups;	/* the test process's own supplementary groups */
 
 /*
  * A root server makes new names as the caller, and the caller's lack of
@@ -1116,6 +1195,7 @@ static void test_caller_identity(void)
 		skip("caller_identity", "needs root (a root server acts as the caller)");
 		return;
 	}
+	unit_groups = getgroups(0, NULL);
 	if (!mkdtemp(dir) || chmod(dir, 0777) || ops_init(dir)) {
 		result("caller_identity_setup", false, "mkdtemp/ops_init failed");
 		return;
@@ -1148,6 +1228,84 @@ static void test_caller_identity(void)
 	result("the_server_is_root_again", setfsuid((uid_t)-1) == 0 &&
 	       setfsgid((gid_t)-1) == 0, "fsuid %d", setfsuid((uid_t)-1));
 	caller_uid = caller_gid = 0;
+
+	/*
+	 * A group-writable directory of group 4242, which the caller has only
+	 * as a supplementary group: the kernel says so with a FUSE_EXT_GROUPS
+	 * extension after the name (FUSE_CREATE_SUPP_GROUP). Without it the
+	 * backing file system refuses, with it the file is made.
+	 */
+	{
+		struct fuse_mkdir_in shared = { .mode = 0770 };
+		struct {
+			char name[8];
+			struct fuse_ext_header xh;
+			struct fuse_supp_groups sg;
+			uint32_t group;
+		} in = { "f", { 16, FUSE_EXT_GROUPS }, { 1 }, 4242 };
+		uint64_t grp;
+
+		caller_uid = caller_gid = 0;
+		call(FUSE_MKDIR, FUSE_ROOT_ID, &shared, sizeof(shared), "g\0", 2, &r);
+		grp = ((struct fuse_entry_out *)outbuf)->nodeid;
+		snprintf(path, sizeof(path), "%s/g", dir);
+		if (chown(path, 0, 4242) || chmod(path, 0770))
+			result("supp_group_setup", false, "chown %s", path);
+		caller_uid = 65534;
+		caller_gid = 65533;
+		EXPECT_INT("create_in_a_group_dir_without_the_group_eacces", -EACCES,
+			   call(FUSE_MKDIR, grp, &mi, sizeof(mi), "x\0", 2, &r));
+		caller_extlen = 2;	/* the 16 bytes after the name */
+		EXPECT_INT("create_with_the_dir_group_ok", 0,
+			   call(FUSE_MKDIR, grp, &mi, sizeof(mi), &in, sizeof(in), &r));
+		snprintf(path, sizeof(path), "%s/g/f", dir);
+		memset(&st, 0, sizeof(st));
+		result("create_with_the_dir_group_as_the_caller", stat(path, &st) == 0 &&
+		       st.st_uid == 65534, "owner %u:%u", st.st_uid, st.st_gid);
+		in.sg.nr_groups = 2;
+		EXPECT_INT("create_with_a_bad_extension_einval", -EINVAL,
+			   call(FUSE_MKDIR, grp, &mi, sizeof(mi), &in, sizeof(in), &r));
+		caller_extlen = 0;
+		result("the_server_has_its_own_groups_again",
+		       getgroups(0, NULL) == unit_groups, "%d groups, was %d",
+		       getgroups(0, NULL), unit_groups);
+	}
+	caller_uid = caller_gid = 0;
+
+	/*
+	 * Root without CAP_SETUID (a container's root, say): the switch does
+	 * not take, and setfsuid() does not say so. The create must fail, not
+	 * make a file that belongs to root. In a child, which can drop the
+	 * capability without taking it from the rest of the tests.
+	 */
+	{
+		pid_t pid = fork();
+		int status = 0;
+
+		if (pid == 0) {
+			struct __user_cap_header_struct h = {
+				_LINUX_CAPABILITY_VERSION_3, 0 };
+			struct __user_cap_data_struct c[2];
+			int err;
+
+			if (syscall(SYS_capget, &h, c))
+				_exit(2);
+			c[0].effective &= ~((1u << CAP_SETUID) | (1u << CAP_SETGID));
+			if (syscall(SYS_capset, &h, c))
+				_exit(2);
+			caller_uid = 65534;
+			caller_gid = 65533;
+			err = call(FUSE_MKNOD, FUSE_ROOT_ID, &(struct fuse_mknod_in){
+				.mode = S_IFIFO | 0600 }, sizeof(struct fuse_mknod_in),
+				"q\0", 2, &r);
+			snprintf(path, sizeof(path), "%s/q", dir);
+			_exit(err == -EPERM && lstat(path, &st) < 0 ? 0 : 1);
+		}
+		waitpid(pid, &status, 0);
+		result("create_refused_when_the_switch_does_not_take",
+		       WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		       "child status %#x (1: made the node, or not -EPERM)", status);
+	}
 
 	memset(name, 'n', 256);
 	name[256] = '\0';
@@ -1222,6 +1380,7 @@ int main(void)
 	test_parse_ring_no_buf();
 	test_bufring_has_buf();
 	test_req_name();
+	test_req_supp_group();
 	test_replies();
 	test_dirent_pack();
 	test_stat_to_attr();
