@@ -172,6 +172,14 @@ check "as uid 65534: touch, mkdir, ln -s and mkfifo on the mount" \
 check_eq "they belong to 65534:65533, behind the mount too" \
 	"65534:65533 65534:65533 65534:65533 65534:65533" \
 	"$(stat -c %u:%g "$B/open/f" "$B/open/d" "$B/open/s" "$B/open/p" | tr '\n' ' ' | sed 's/ $//')"
+# A directory of group 4242, writable by the group only: a caller with 4242
+# as a supplementary group may create in it. The kernel sends that group
+# with the request (FUSE_CREATE_SUPP_GROUP), for the backing file system.
+mkdir -m 0770 "$M/shared" && chgrp 4242 "$M/shared"
+check "as uid 65534 with supplementary group 4242: touch in a 4242 dir" \
+	setpriv --reuid=65534 --regid=65533 --groups=4242 touch "$M/shared/f"
+check_eq "it belongs to 65534:65533" "65534:65533" "$(stat -c %u:%g "$B/shared/f")"
+rm -rf "$M/shared"
 # (refused by the kernel, default_permissions, before the server sees it)
 check_fails_with "as uid 65534: creating in a root-only dir is EACCES" \
 	"Permission denied" setpriv --reuid=65534 --regid=65533 --clear-groups touch "$M/dir/nope"
