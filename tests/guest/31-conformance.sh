@@ -77,14 +77,15 @@ as() {
 # server_as WHO CMD...: a server for WHO runs as WHO, as libfuse's CI runs
 # passthrough_hp for an unprivileged suite. There is no setuid fusermount3
 # here, so the user's server keeps CAP_SYS_ADMIN, for mount(2), and nothing
-# else: its files are the user's, its access checks the user's.
+# else: its files are the user's, its access checks the user's. Started
+# with &, in a subshell: exec, so that $! is the server's own pid.
 server_as() {
 	sa_who=$1
 	shift
 	if [ "$sa_who" = root ]; then
-		"$@"
+		exec "$@"
 	else
-		setpriv --reuid=$USER_ID --regid=$USER_ID --clear-groups \
+		exec setpriv --reuid=$USER_ID --regid=$USER_ID --clear-groups \
 			--inh-caps=+sys_admin --ambient-caps=+sys_admin -- "$@"
 	fi
 }
@@ -108,8 +109,11 @@ server_start() {
 		;;
 	esac
 	SPID=$!
+	# The reference server says "N queues x M entries" once every REGISTER
+	# was accepted.
 	ss_end=$(($(date +%s) + 60))
-	while [ "$(mount_type "$M")" = none ]; do
+	while [ "$(mount_type "$M")" = none ] || { [ "$1" != passthrough_hp ] &&
+		! grep -qE ': [0-9]+ queues x [0-9]+ entries, ' "$ss_log"; }; do
 		running "$SPID" && [ "$(date +%s)" -lt $ss_end ] || return 1
 		sleep 0.1
 	done
@@ -237,11 +241,19 @@ run_suite() {
 		umount "$B"
 		return
 	fi
-	# The setup itself: the user's files are the user's, behind the mount.
+	# The setup itself: every request after FUSE_INIT goes over io_uring, in
+	# the mode named; the user's files are the user's, behind the mount.
+	if [ "$cfg" = passthrough_hp ]; then
+		check_eq "$label: one io_uring per FUSE queue" "$(possible_cpu_count)" \
+			"$(ls -l "/proc/$SPID/fd" | grep -c 'anon_inode:\[io_uring\]')"
+	else
+		check_eq "$label: the server's rings run in $cfg mode" 1 \
+			"$(grep -c ": [0-9]* queues x [0-9]* entries, .*, mode $cfg\$" "$slog")"
+	fi
 	if [ "$who" = user ]; then
 		as user touch "$M/owner"
-		check_eq "$label: a file the user creates is the user's, behind the mount" \
-			"$USER_ID:$USER_ID" "$(stat -c %u:%g "$B/owner" 2>&1)"
+		check_eq "$label: the server runs as the user; a file the user creates is the user's" \
+			"$USER_ID $USER_ID:$USER_ID" "$(stat -c %u "/proc/$SPID") $(stat -c %u:%g "$B/owner" 2>&1)"
 		rm -f "$B/owner"
 	fi
 	start=$(date +%s)
