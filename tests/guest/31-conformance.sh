@@ -10,8 +10,8 @@
 # test's result is in the run folder (conformance.tsv), and each run's
 # output (conformance-CONFIG-WHO.log).
 #
-# The whole suite is fast (1-2 s a run under TCG; the file takes 35 s on
-# 2 idle cores, the servers' starts included), so make check runs all of it;
+# The whole suite is fast (1-2 s a run under TCG; the file, the servers'
+# starts included, took 33-48 s on 2 idle cores), so make check runs all of it;
 # `make conformance` runs this same file and prints the table
 # (scripts/conformance). CONFORMANCE_WHO=root (or user) runs one half.
 . "$LAB_TOP/tests/lib.sh"
