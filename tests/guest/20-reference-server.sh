@@ -193,11 +193,14 @@ check_fails_with "rmdir of a non-empty dir passes ENOTEMPTY through" \
 check_fails_with "a missing name is ENOENT" "No such file or directory" cat "$M/nope"
 # O_TMPFILE: a nameless file (FUSE_TMPFILE), which linkat(2) can name.
 check_eq "open(O_TMPFILE), write, then linkat(2) gives it a name (FUSE_TMPFILE, LINK)" "tmp 1" \
-	"$(/usr/bin/python3 -c 'import os, sys
+	"$(/usr/bin/python3 -c 'import ctypes, os, sys
 fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)
 os.write(fd, b"tmp")
-os.link("/proc/self/fd/%d" % fd, sys.argv[1] + "/named", follow_symlinks=True)
-print(open(sys.argv[1] + "/named").read(), os.stat(sys.argv[1] + "/named").st_nlink)' "$M/dir")"
+# linkat(fd, "", AT_FDCWD, name, AT_EMPTY_PATH); os.link() would call link(2)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.linkat(fd, b"", -100, (sys.argv[1] + "/named").encode(), 0x1000):
+    sys.exit(os.strerror(ctypes.get_errno()))
+print(open(sys.argv[1] + "/named").read(), os.stat(sys.argv[1] + "/named").st_nlink)' "$M/dir" 2>&1)"
 check_eq "the backing dir has it too" "tmp" "$(cat "$B/dir/named")"
 rm -f "$M/dir/named"
 # An opcode without a handler is answered ENOSYS, which the kernel
