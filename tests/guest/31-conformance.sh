@@ -6,7 +6,8 @@
 # mount gets a fresh tmpfs as its backing directory; the suite runs on it as
 # root, then again as an unprivileged user, which adds its EACCES cases. One
 # line per run says how many tests passed; the reference server must pass
-# every test passthrough_hp passes, in both modes and as both users. Every
+# every test passthrough_hp passes, in both modes and as each user. A third
+# run has root servers, mounted for every user, and the suite as the user. Every
 # test's result is in the run folder (conformance.tsv), and each run's
 # output (conformance-CONFIG-WHO.log).
 #
@@ -23,7 +24,11 @@ SRV=${REFSRV:-$LAB_TOP/build/reference-server/fuse-uring-server}
 # Short: the suite binds a UNIX socket on the mount (108-byte sun_path).
 W=/tmp/conformance B=/tmp/conformance/backing M=/tmp/conformance/mnt
 CONFIGS="iovec bufring passthrough_hp"
-WHO=${CONFORMANCE_WHO:-root user}
+# root: the suite and the server as root. user: both as an unprivileged
+# user. shared: the server as root, mounted for every user (allow_other),
+# the suite as the unprivileged user: a root server that acts for its
+# callers, or does not (the reference server's README, "Who acts").
+WHO=${CONFORMANCE_WHO:-root user shared}
 # The unprivileged user: any uid without privileges will do; it needs no
 # name in /etc/passwd.
 USER_ID=4242
@@ -67,7 +72,7 @@ trap cleanup EXIT
 as() {
 	as_who=$1
 	shift
-	if [ "$as_who" = root ]; then
+	if [ "$as_who" = root ]; then	# (shared: the suite is the user's)
 		"$@"
 	else
 		setpriv --reuid=$USER_ID --regid=$USER_ID --clear-groups -- "$@"
@@ -82,7 +87,7 @@ as() {
 server_as() {
 	sa_who=$1
 	shift
-	if [ "$sa_who" = root ]; then
+	if [ "$sa_who" = root ] || [ "$sa_who" = shared ]; then
 		exec "$@"
 	else
 		exec setpriv --reuid=$USER_ID --regid=$USER_ID --clear-groups \
@@ -101,11 +106,17 @@ server_start() {
 		# passthrough_hp's day-long caching is allowed not to see.
 		# --nopassthrough: every read and write goes over the ring, as
 		# in tests/guest/30 and the benchmarks.
+		# shellcheck disable=SC2046
 		server_as "$ss_who" "$PEER" --foreground --nocache --nopassthrough \
-			-o io_uring -o io_uring_q_depth=8 "$B" "$M" >"$ss_log" 2>&1 &
+			-o io_uring -o io_uring_q_depth=8 \
+			$([ "$ss_who" = shared ] && echo "-o allow_other") \
+			"$B" "$M" >"$ss_log" 2>&1 &
 		;;
 	*)
-		server_as "$ss_who" "$SRV" --foreground --mode="$1" "$B" "$M" 2>"$ss_log" &
+		# shellcheck disable=SC2046
+		server_as "$ss_who" "$SRV" --foreground --mode="$1" \
+			$([ "$ss_who" = shared ] && echo --allow-other) \
+			"$B" "$M" 2>"$ss_log" &
 		;;
 	esac
 	SPID=$!
@@ -230,9 +241,10 @@ run_suite() {
 	label="conformance: $cfg, $who"
 	log=$W/conformance-$cfg-$who.log
 	slog=$W/conformance-server-$cfg-$who.log
-	owner=0
-	[ "$who" = root ] || owner=$USER_ID
-	mount -t tmpfs -o "size=64m,mode=0755,uid=$owner,gid=$owner" conformance "$B"
+	owner=0 mode=0755
+	[ "$who" = user ] && owner=$USER_ID
+	[ "$who" = shared ] && mode=0777	# root's, and the user may create in it
+	mount -t tmpfs -o "size=64m,mode=$mode,uid=$owner,gid=$owner" conformance "$B"
 	if ! server_start "$cfg" "$who" "$slog"; then
 		fail "$label: the server mounts" "$(tail -n 3 "$slog" | tr '\n' ' ')"
 		[ -n "$SPID" ] && kill -9 "$SPID" 2>/dev/null
@@ -254,6 +266,17 @@ run_suite() {
 		as user touch "$M/owner"
 		check_eq "$label: the server runs as the user; a file the user creates is the user's" \
 			"$USER_ID $USER_ID:$USER_ID" "$(stat -c %u "/proc/$SPID") $(stat -c %u:%g "$B/owner" 2>&1)"
+		rm -f "$B/owner"
+	elif [ "$who" = shared ]; then
+		as shared touch "$M/owner"
+		made="$(stat -c %u "/proc/$SPID") $(stat -c %u:%g "$B/owner" 2>&1)"
+		if [ "$cfg" = passthrough_hp ]; then
+			# a fact about the peer, not a check: it creates as itself
+			echo "# $label: server uid, then the owner of a file the user creates: $made"
+		else
+			check_eq "$label: the server runs as root; a file the user creates is the user's" \
+				"0 $USER_ID:$USER_ID" "$made"
+		fi
 		rm -f "$B/owner"
 	fi
 	start=$(date +%s)
