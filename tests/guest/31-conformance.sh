@@ -14,7 +14,8 @@
 # The whole suite is fast (1-2 s a run under TCG; the file, the servers'
 # starts included, took 33-48 s on 2 idle cores), so make check runs all of it;
 # `make conformance` runs this same file and prints the table
-# (scripts/conformance). CONFORMANCE_WHO=root (or user) runs one half.
+# (scripts/conformance). Some of the runs only, in the guest:
+#   vm/run -- env CONFORMANCE_WHO=shared tests/guest/run tests/guest/31-conformance.sh
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
