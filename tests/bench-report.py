@@ -1,0 +1,256 @@
+#!/usr/bin/python3
+"""tests/bench-report.py: bench/report's intervals, verdicts and load
+record, on small synthetic runs; run on the host by scripts/check.
+
+A real run takes an hour in the guest; what bench/report makes of one
+does not need the guest. Each check builds a run folder the way bench/run
+and scripts/bench lay it out (fio JSON per repeat, configuration and job;
+the guest's repeat-times.txt; the host's host-load.txt), runs bench/report
+on it, and reads what it wrote. Prints "ok NAME" or "not ok NAME: why" per
+check, like every check here, and exits 1 if any failed.
+"""
+import importlib.machinery
+import importlib.util
+import json
+import math
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parent.parent
+REPORT = TOP / "bench" / "report"
+failed = 0
+
+
+def check(name, cond, why=""):
+    global failed
+    if cond:
+        print(f"ok bench/report: {name}")
+    else:
+        failed += 1
+        print(f"not ok bench/report: {name}: {why}")
+
+
+def check_eq(name, expected, actual):
+    check(name, expected == actual, f"expected {expected!r}, got {actual!r}")
+
+
+def load_report_module():
+    """bench/report as a module (it has no .py suffix), for the checks of
+    single functions."""
+    loader = importlib.machinery.SourceFileLoader("bench_report", str(REPORT))
+    spec = importlib.util.spec_from_loader("bench_report", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+# The synthetic run: five repeats of one job on four configurations.
+# refsrv-iovec moves from round to round (the host's load, say); each other
+# configuration is iovec's value of the same round times a factor:
+#   zero-copy   about 2x in every round: a clear "faster"
+#   bufring     0.8x to 1.2x: "not resolvable at this noise", though its
+#               median MiB/s is 1.1 times iovec's (165 against 150): a
+#               ratio of medians mixes rounds, the paired ratios do not
+#   ceiling     about 4x: "faster" (and every FUSE one "slower" than it)
+IOVEC = [100.0, 200.0, 150.0, 120.0, 180.0]
+FACTORS = {
+    "refsrv-iovec": [1.0] * 5,
+    "refsrv-zero-copy": [2.0, 1.9, 2.1, 2.05, 1.95],
+    "refsrv-bufring": [1.2, 0.9, 1.1, 0.8, 0.95],
+    "ceiling": [4.0, 4.2, 3.9, 4.1, 4.0],
+}
+JOB = "randread-direct"
+# When each repeat ran, in seconds after START.
+START = 1_800_000_000
+REPEAT_TIMES = [(5, 95), (105, 195), (205, 285), (305, 395), (405, 495)]
+
+
+def fio_json(mib_s):
+    return json.dumps({"jobs": [{"read": {"bw": round(mib_s * 1024)}, "write": {"bw": 0}}]})
+
+
+def host_load_lines():
+    """A sample every 10 s from -20 to 480 (REPEAT_TIMES' seconds), on a
+    2-CPU host (flagged above 2 + 1 = 3):
+      repeat 1 (5-95): load 1.5, and 25 % of its ticks stolen
+      repeat 2 (105-195): one sample at 3.5 while it runs: busy
+      repeat 3 (205-285): 3.0 at most, not above 3: not busy
+      repeat 4 (305-395): 4.0 at the last sample before it starts (a
+               1-minute average lags: that sample counts): busy
+      repeat 5 (405-495): quiet, but the host's samples end at 480, before
+               it does: not joined (clocks that disagree look like this)
+    """
+    lines = ["# host cpus: 2", "# utc-seconds load1 load5 load15 steal-ticks total-ticks"]
+    steal = total = 0
+    for t in range(-20, 481, 10):
+        load1 = 1.5
+        if t == 150:
+            load1 = 3.5
+        elif 200 <= t <= 290:
+            load1 = 3.0
+        elif t == 300:
+            load1 = 4.0
+        lines.append(f"{START + t} {load1:.2f} 1.00 1.00 {steal} {total}")
+        # Each 10 s: 1000 ticks, a quarter of them stolen from the sample
+        # before repeat 1 (at 0) to the one after it (at 100).
+        steal += 250 if 0 <= t < 100 else 0
+        total += 1000
+    lines.append("1800000485 1.0 1.0")  # cut off when the sampler was stopped
+    return "\n".join(lines) + "\n"
+
+
+def make_run(root, repeats=5, load=True, times=True):
+    run = root / "run"
+    bench = run / "bench"
+    for rep in range(1, repeats + 1):
+        for cfg, factors in FACTORS.items():
+            d = bench / str(rep) / cfg
+            d.mkdir(parents=True)
+            (d / f"{JOB}.json").write_text(fio_json(IOVEC[rep - 1] * factors[rep - 1]))
+    if times:
+        (bench / "repeat-times.txt").write_text("".join(
+            f"{rep} start {START + start}\n{rep} end {START + end}\n"
+            for rep, (start, end) in enumerate(REPEAT_TIMES[:repeats], 1)))
+    if load:
+        (run / "host-load.txt").write_text(host_load_lines())
+    (run / "machine.txt").write_text(f"date: 2026-12-24T00:00:00Z\nsettings: size 8M, runtime 1s, "
+                                     f"repeats {repeats}, modes iovec bufring zero-copy\n")
+    return run
+
+
+def report(run):
+    out = subprocess.run([sys.executable, str(REPORT), str(run)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench/report {run} exited {out.returncode}: {out.stderr.strip()[-300:]}")
+    return out.stdout
+
+
+def summary_of(folder):
+    return json.loads((folder / "summary.json").read_text())
+
+
+def check_verdicts(s):
+    entries = s["jobs"][JOB]
+    zc = entries["refsrv-zero-copy"]["paired_vs_iovec"]
+    check_eq("zero-copy's paired ratio is the median of the per-repeat ratios", 2.0, zc["median_ratio"])
+    check_eq("with 5 repeats the interval is the lowest to the highest paired ratio",
+             [1.9, 2.1], zc["ci95"])
+    check_eq("2x in every repeat is 'faster'", "faster", zc["verdict"])
+    bufring = entries["refsrv-bufring"]
+    check("bufring's median MiB/s is above iovec's", bufring["median"] > entries["refsrv-iovec"]["median"],
+          f"{bufring['median']} against {entries['refsrv-iovec']['median']}")
+    check_eq("... yet 0.8x to 1.2x repeat by repeat is not resolvable",
+             "not resolvable at this noise", bufring["paired_vs_iovec"]["verdict"])
+    check_eq("below the ceiling in every repeat is 'slower'", "slower",
+             entries["refsrv-zero-copy"]["paired_vs_ceiling"]["verdict"])
+    check("no configuration is compared with itself",
+          "paired_vs_iovec" not in entries["refsrv-iovec"] and "paired_vs_ceiling" not in entries["ceiling"],
+          "a self-comparison is in the summary")
+    check_eq("the verdict counts of the main table",
+             {"vs_iovec": {"faster": 2, "slower": 0, "not resolvable at this noise": 1,
+                           "too few paired repeats": 0},
+              "vs_ceiling": {"faster": 0, "slower": 3, "not resolvable at this noise": 0,
+                             "too few paired repeats": 0}},
+             s["verdicts"]["main"])
+    # n >= (1.96 s / ln 1.1)^2, s the standard deviation of the log ratios.
+    logs = [math.log(f) for f in FACTORS["refsrv-bufring"]]
+    expected = math.ceil((1.96 * statistics.stdev(logs) / math.log(1.1)) ** 2)
+    check_eq("repeats for +-10 %: (1.96 s / ln 1.1)^2, rounded up", expected,
+             s["repeats_needed"][JOB]["by_config"]["refsrv-bufring"])
+
+
+def check_load(s, load_rst):
+    load = s["load"]
+    check_eq("the host's CPUs + 1 is the busy threshold", 3, load["busy_above"])
+    check_eq("repeats with a sample above it while they ran, or just before, are flagged",
+             [2, 4], load["busy_repeats"])
+    r1, r3, r5 = load["repeats"]["1"], load["repeats"]["3"], load["repeats"]["5"]
+    check_eq("a repeat's samples: the last before it, those during it, the first after it",
+             (10 + 1, 1.5, 1.5, 1.5), (r1["samples"], r1["load1_before"], r1["load1_max"], r1["load1_after"]))
+    check_eq("steal time over the repeat's samples, in % of the host's ticks", 25.0, r1["steal_pct"])
+    check_eq("a load of exactly CPUs + 1 is not flagged", (3.0, False), (r3["load1_max"], r3["busy"]))
+    check("a repeat outside the host's samples is not joined, and says why",
+          r5["joined"] is False and "outside the host's samples" in r5["why"], repr(r5))
+    check_eq("load.rst flags the two busy repeats", 2, load_rst.count("busy host (above 3)"))
+
+
+def main():
+    module = load_report_module()
+    # Older saved summaries list values in the order the repeat folders
+    # sorted by name: with 10 repeats, 1, 10, 2, 3, ...
+    series = module.saved_series({"mib_s": [1, 10, 2, 3, 4, 5, 6, 7, 8, 9]}, 10)
+    check_eq("a saved summary's values without repeat numbers are paired in name order",
+             True, all(rep == value for rep, value in series))
+    check_eq("... and not at all when one is missing",
+             [None] * 9, [rep for rep, _ in module.saved_series({"mib_s": list(range(9))}, 10)])
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        run = make_run(root)
+        printed = report(run)
+        s = summary_of(run / "bench")
+        check_verdicts(s)
+        check_load(s, (run / "bench" / "load.rst").read_text())
+        check("the report prints the busy repeats",
+              "above its 2 CPUs + 1 = 3: 2, 4 (flagged, not left out)" in printed, printed[-600:])
+        table = (run / "bench" / "table.rst").read_text()
+        check("table.rst shows ratio, interval and verdict in one cell",
+              "2.00× [1.90, 2.10] faster" in table, table)
+
+        # The same run reported again: the same bytes (a fixed seed).
+        first = (run / "bench" / "summary.json").read_text()
+        report(run)
+        check_eq("the report is the same every run", first, (run / "bench" / "summary.json").read_text())
+
+        # Saved the way scripts/bench --save saves, reported again from the
+        # saved summary: the same tables and load record.
+        saved = root / "saved"
+        saved.mkdir()
+        for f in ("summary.json", "table.rst", "memory.rst", "repeat-times.txt"):
+            shutil.copy(run / "bench" / f, saved)
+        shutil.copy(run / "machine.txt", saved)
+        shutil.copy(run / "host-load.txt", saved)
+        report(saved)
+        check_eq("a saved run gives the same table", table, (saved / "table.rst").read_text())
+        check_eq("a saved run gives the same load record", s["load"], summary_of(saved)["load"])
+        # A summary saved before the repeat numbers were recorded: paired by
+        # position, the same verdicts.
+        old = summary_of(saved)
+        for entry in old["jobs"][JOB].values():
+            del entry["repeats"]
+        (saved / "summary.json").write_text(json.dumps(old))
+        report(saved)
+        check_eq("a summary without repeat numbers is paired by position", s["verdicts"],
+                 summary_of(saved)["verdicts"])
+
+        # A run before the load record: said so, not guessed.
+        for name, kwargs in (("no load record at all", {"load": False, "times": False}),
+                             ("no host samples", {"load": False}),
+                             ("no repeat times", {"times": False})):
+            sub = root / name.replace(" ", "-")
+            sub.mkdir()
+            r = make_run(sub, **kwargs)
+            printed = report(r)
+            load_rst = (r / "bench" / "load.rst").read_text()
+            check(f"{name}: load.rst says 'no load record'", load_rst.startswith("no load record: "), load_rst)
+            check_eq(f"{name}: the summary says so", "no load record",
+                     summary_of(r / "bench")["load"]["record"])
+
+        # One repeat (the smoke run of make check): no interval, no crash.
+        sub = root / "one"
+        sub.mkdir()
+        r = make_run(sub, repeats=1)
+        report(r)
+        s1 = summary_of(r / "bench")
+        check_eq("one repeat: 'too few paired repeats'", "too few paired repeats",
+                 s1["jobs"][JOB]["refsrv-zero-copy"]["paired_vs_iovec"]["verdict"])
+        check_eq("one repeat: no repeats-needed figure", {}, s1["repeats_needed"])
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
