@@ -27,8 +27,8 @@ for d in "$M/t" "$DIRECT/t"; do
 		fail "prepare $d" "python3 $PROG $d prepare failed"
 done
 as_user() { setpriv --reuid=$USER_ID --regid=$USER_ID --clear-groups -- "$@"; }
-as_user /usr/bin/python3 "$PROG" "$DIRECT/t" >"$W/direct.txt" 2>&1
-as_user /usr/bin/python3 "$PROG" "$M/t" >"$W/mount.txt" 2>&1
+as_user timeout -k 5 120 /usr/bin/python3 "$PROG" "$DIRECT/t" >"$W/direct.txt" 2>&1
+as_user timeout -k 5 120 /usr/bin/python3 "$PROG" "$M/t" >"$W/mount.txt" 2>&1
 # The program ran to its end on tmpfs (an error in it would otherwise be
 # the same on both sides, and pass).
 check_eq "the calls ran to the end on tmpfs" "done" "$(tail -n 1 "$W/direct.txt")"
