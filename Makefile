@@ -21,7 +21,7 @@ LOCKED := scripts/with-build-lock
 CC := gcc
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 
-.PHONY: help deps kernel headers server peer tests vm check check-debug fresh-check demo bench conformance patches patches-check docs clean exercise exercises exercise-check
+.PHONY: help deps kernel headers server peer tests vm check check-debug fresh-check demo bench costs conformance patches patches-check docs clean exercise exercises exercise-check
 .DEFAULT_GOAL := help
 
 help:
@@ -38,6 +38,7 @@ help:
 	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
 	@echo "make docs           build the documentation into build/docs/"
 	@echo "make bench          every server configuration side by side in one boot (fio)"
+	@echo "make costs          the cost table alone: copies, syscalls, CQEs per request"
 	@echo "make conformance    libfuse's syscall suite (test_syscalls) on three mounts: a table"
 	@echo "make exercise LAB=NN        your copy of the server with lab NN's TODOs cut, in build/exercises/NN/"
 	@echo "make exercise-check LAB=NN  check your TODOs, then run lab NN's check in the guest with your server"
@@ -128,6 +129,10 @@ demo: kernel server tests
 # The full benchmark (not part of make check; a smoke run is).
 bench: kernel server peer
 	@$(LOCKED) scripts/bench
+
+# What each request costs, counted (bench/costs), in about five minutes.
+costs: kernel server peer
+	@$(LOCKED) scripts/bench --costs
 
 # libfuse's syscall suite, in full, on the reference server and on
 # passthrough_hp in one boot, with a table (make check runs the same guest

@@ -60,6 +60,7 @@ struct srv_opts {
 	unsigned int nbufs;		/* bufring: payload buffers per queue */
 	enum srv_mode mode;
 	bool fallback;			/* zero-copy: pinned-buffers without CAP_SYS_ADMIN */
+	bool unlinked;			/* zero-copy: commit after the fixed I/O's CQE */
 	bool allow_other;		/* every user may reach the mount */
 	bool foreground;
 	bool trace;			/* one line per request on stderr */

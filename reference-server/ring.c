@@ -170,9 +170,9 @@ static int queue_setup(struct srv_queue *q, const char **what)
 		s->ops->ent_init(ent);
 	}
 
-	/* one SQE per entry plus the stop poll: the SQ can never overflow */
+	/* two SQEs per entry plus the stop poll: the SQ never overflows */
 	*what = "io_uring_queue_init";
-	err = io_uring_queue_init((unsigned int)depth + 1, &q->ring,
+	err = io_uring_queue_init(2 * (unsigned int)depth + 1, &q->ring,
 				  IORING_SETUP_SQE128);
 	if (err)
 		return err;

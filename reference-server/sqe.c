@@ -16,8 +16,9 @@ _Static_assert(_Alignof(struct srv_ent) > UD_MODE_IO,
 	       "the low bit of an entry's address must be free");
 
 /*
- * The SQ has queue_depth + 1 slots: one per entry (each has at most one
- * operation queued) and one for the stop poll, so it cannot be full.
+ * The SQ has 2 * queue_depth + 1 slots: two per entry (each has at most
+ * two operations queued at once, zero-copy's fixed I/O and the commit
+ * linked behind it) and one for the stop poll, so it cannot be full.
  */
 struct io_uring_sqe *queue_sqe(struct srv_queue *q)
 {

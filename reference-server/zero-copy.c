@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void zero_copy_link_commit(struct srv_ent *ent,
+				  struct io_uring_sqe *io_sqe);
+static void zero_copy_commit(struct srv_ent *ent, int res);
+
 /* doc: fixed-table-begin */
 /*
  * The kernel lends a READ's or WRITE's folios to us as the fixed buffer
@@ -49,12 +53,12 @@ static int zero_copy_ring_init(struct srv_queue *q, const char **what)
  *   byte 0 of the buffer is the first byte of the request's data, so
  *   addr = 0 and len = the request's size; the file offset is the
  *   request's offset, as with pread/pwrite.
- * - The commit waits for that operation's CQE. Committing ends the
- *   request: the kernel unregisters the buffer, and the caller goes on
- *   with its pages, a reader before its data arrived, a writer free to
- *   reuse memory we are still reading. So zero_copy_io_done() commits,
- *   on this same ring: the kernel unregisters the buffer only through the
- *   ring it registered it in.
+ * - The commit must wait for that operation to finish. Committing ends
+ *   the request: the kernel unregisters the buffer, and the caller goes
+ *   on with its pages, a reader before its data arrived, a writer free to
+ *   reuse memory we are still reading. The kernel unregisters the buffer
+ *   only through the ring it registered it in, so the commit goes on this
+ *   same ring.
  */
 static bool zero_copy_take_request(struct srv_ent *ent,
 				   const struct srv_req *r, int *err)
@@ -111,29 +115,51 @@ static bool zero_copy_take_request(struct srv_ent *ent,
 	 */
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)ent | UD_MODE_IO);
 	/* exercise 04.2 end */
+	if (!q->s->opts->unlinked)
+		zero_copy_link_commit(ent, sqe);
 	return true;
 }
+/* doc: zero-copy-fixed-io-end */
 
+/* doc: zero-copy-link-begin */
 /*
- * The fixed operation's CQE: res is the bytes moved or -errno. Now reply,
- * as pread()/pwrite() would have: a READ's reply data is already in the
- * caller's folios, so its payload_sz is just their count (nothing to copy
- * into a buffer); a WRITE's is struct fuse_write_out in the payload
- * buffer the kernel lent it, as usual. Then commit, and fetch the next.
+ * One submit for both, and no CQE in between. The commit is queued right
+ * behind the fixed operation, linked to it (IOSQE_IO_LINK): io_uring
+ * starts the commit only once the operation has moved every byte it was
+ * asked to, so the reply can say so now. The operation's own CQE would
+ * only wake us for nothing: IOSQE_CQE_SKIP_SUCCESS drops it when it
+ * succeeds. The next CQE of this entry is then the next request.
+ *
+ * An operation that moves fewer bytes (a READ at the end of the file) or
+ * fails breaks the link: io_uring cancels the commit, before the kernel's
+ * FUSE code ever sees it, and posts the operation's CQE after all, but
+ * not the cancelled commit's (a skipped CQE's links are skipped too).
+ * zero_copy_io_done() then replies with what really happened.
+ *
+ * Unlinked (--unlinked), the commit waits for the operation's CQE: one
+ * more trip through io_uring_enter() for every READ and WRITE.
  */
-static void zero_copy_io_done(struct srv_ent *ent, int res)
+static void zero_copy_link_commit(struct srv_ent *ent,
+				  struct io_uring_sqe *io_sqe)
+{
+	io_sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+	zero_copy_commit(ent, (int)io_sqe->len);
+}
+/* doc: zero-copy-link-end */
+
+
+/* doc: zero-copy-reply-begin */
+/*
+ * The reply, once res is known: what the fixed operation moved, or
+ * -errno. Then commit, and fetch the next request.
+ */
+static void zero_copy_commit(struct srv_ent *ent, int res)
 {
 	struct srv_queue *q = ent->queue;
 	struct fuse_write_out *wo;
 	int err = res < 0 ? res : 0;
 	size_t out_len = 0;
 
-	if (!ent->req.zero_copied) {
-		fprintf(stderr, SRV_NAME ": queue %u entry %u: a fixed-buffer "
-			"CQE for a request that is not zero-copied (bug)\n",
-			q->qid, ent->id);
-		abort();
-	}
 	/*
 	 * exercise 04.3 begin: the reply after the fixed operation
 	 * hint: res is what the operation moved. A READ's data is already in
@@ -160,7 +186,25 @@ static void zero_copy_io_done(struct srv_ent *ent, int res)
 	prep_fuse_cmd(queue_sqe(q), ent, FUSE_IO_URING_CMD_COMMIT_AND_FETCH,
 		      ent->req.commit_id);
 }
-/* doc: zero-copy-fixed-io-end */
+
+/*
+ * The fixed operation's CQE: unlinked, every one; linked, only one that
+ * moved less than it was asked to, or failed. res is the bytes moved or
+ * -errno. Reply as pread()/pwrite() would have.
+ */
+static void zero_copy_io_done(struct srv_ent *ent, int res)
+{
+	struct srv_queue *q = ent->queue;
+
+	if (!ent->req.zero_copied) {
+		fprintf(stderr, SRV_NAME ": queue %u entry %u: a fixed-buffer "
+			"CQE for a request that is not zero-copied (bug)\n",
+			q->qid, ent->id);
+		abort();
+	}
+	zero_copy_commit(ent, res);
+}
+/* doc: zero-copy-reply-end */
 
 /* the buffer ring's hooks, and the fixed-buffer steps */
 const struct srv_mode_ops zero_copy_ops = {

@@ -69,8 +69,10 @@ static void fixed_op(uint32_t opcode, int op, int fd, unsigned int len,
 		      name, err);
 		return;
 	}
-	if (z.f.q.ring.sq.sqe_tail != 1) {
-		wrong("a zero-copied %s: take_request() took %u SQEs, expected 1",
+	/* the fixed operation, and the commit linked behind it */
+	if (z.f.q.ring.sq.sqe_tail != 2) {
+		wrong("a zero-copied %s: take_request() took %u SQEs, expected 2 "
+		      "(the fixed operation, then the commit linked to it)",
 		      name, z.f.q.ring.sq.sqe_tail);
 		return;
 	}
@@ -156,8 +158,40 @@ static void io_done(uint32_t opcode, int res, int want_err,
 	EXPECT_EQ(what, 8, req->commit_id);
 }
 
+/*
+ * Linked, take_request() queues the commit at once, with the reply of an
+ * operation that moves every byte: TODO 3's code, called with the size.
+ */
+static void linked_reply(uint32_t opcode, uint32_t want_payload_sz)
+{
+	const char *name = fuse_opcode_name(opcode);
+	/* SQE128: each SQE takes two struct io_uring_sqe, so the second is [2] */
+	const struct io_uring_sqe *commit = &sqes[2];
+	const struct fuse_uring_cmd_req *req = (const void *)commit->cmd;
+	struct zc z;
+	int err = 0;
+	char what[128];
+
+	zc_request(&z, opcode);
+	if (!zero_copy_ops.take_request(z.ent, &z.r, &err) ||
+	    z.f.q.ring.sq.sqe_tail != 2)
+		return;		/* TODO 1's check says why */
+	snprintf(what, sizeof(what), "a zero-copied %s linked to its commit: "
+		 "the reply's payload_sz", name);
+	EXPECT_EQ(what, want_payload_sz,
+		  z.ent->header->ring_ent_in_out.payload_sz);
+	snprintf(what, sizeof(what), "a zero-copied %s: the second SQE's cmd_op "
+		 "(the linked commit)", name);
+	EXPECT_EQ(what, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, commit->cmd_op);
+	snprintf(what, sizeof(what), "a zero-copied %s: the linked commit's "
+		 "commit_id", name);
+	EXPECT_EQ(what, 8, req->commit_id);
+}
+
 static void check_reply(void)
 {
+	linked_reply(FUSE_READ, 65536);
+	linked_reply(FUSE_WRITE, sizeof(struct fuse_write_out));
 	io_done(FUSE_READ, 65536, 0, 65536);
 	io_done(FUSE_READ, 100, 0, 100);	/* a short read, at EOF */
 	io_done(FUSE_WRITE, 10000, 0, sizeof(struct fuse_write_out));

@@ -696,6 +696,19 @@ static void test_modes(void)
 	       ret == -EINVAL && strstr(err, "--fallback needs --mode=zero-copy"),
 	       "ret=%d err=%s", ret, err);
 
+	ret = parse(&o, err, "--mode=zero-copy", "/b", "/m", NULL);
+	result("options_zero_copy_links_by_default", !ret && !o.unlinked,
+	       "ret=%d unlinked=%d", ret, o.unlinked);
+	ret = parse(&o, err, "--mode=zero-copy", "--unlinked", "/b", "/m",
+		    NULL);
+	result("options_unlinked_with_zero_copy", !ret && o.unlinked,
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--unlinked", "--mode=pinned-buffers", "/b", "/m",
+		    NULL);
+	result("options_unlinked_needs_zero_copy",
+	       ret == -EINVAL && strstr(err, "--unlinked needs --mode=zero-copy"),
+	       "ret=%d err=%s", ret, err);
+
 	/* zero-copy without CAP_SYS_ADMIN: refuse, or step down with --fallback */
 	parse(&o, err, "--mode=zero-copy", "/b", "/m", NULL);
 	result("zero_copy_with_cap_sys_admin_stays",

@@ -124,6 +124,27 @@ if [ -w "$EV/enable" ]; then
 fi
 took "the round trip"
 
+# ---- a READ that moves fewer bytes than asked breaks the link ------------------
+
+# The server links each fixed operation to its commit, whose reply says
+# every byte was moved. At the end of a file a READ moves fewer: io_uring
+# cancels the linked commit, and the server replies again with what the
+# READ_FIXED really moved: two --trace lines for that request.
+head -c $((MIB + 100)) /dev/urandom >"$W/eof.bin"
+cp "$W/eof.bin" "$B/eof.bin"
+before=$(wc -l <"$LOG")
+check "dd iflag=direct reads a file of 1 MiB + 100 bytes in 1 MiB blocks" \
+	sh -c "dd if='$M/eof.bin' bs=1M iflag=direct status=none | cmp - '$W/eof.bin'"
+# unique out, for each READ line since then
+ring_lines "$LOG" $((before + 1)) | grep ' op=READ ' |
+	sed 's/.* unique=\([0-9]*\) .* out=\([0-9]*\) .*/\1 \2/' >"$W/eof-reads.txt"
+check_eq "the READ at 1 MiB: first the linked reply (out=$MIB), then the real one (out=100)" \
+	"$MIB 100" "$(awk '{ outs[$1] = outs[$1] " " $2 } END { for (u in outs) if (outs[u] ~ / 100$/) print substr(outs[u], 2) }' "$W/eof-reads.txt")"
+check_eq "the READ of the first 1 MiB: one line, linked, all of it" \
+	"$MIB" "$(awk '{ n[$1]++; outs[$1] = $2 } END { for (u in n) if (n[u] == 1) print outs[u] }' "$W/eof-reads.txt")"
+rm -f "$B/eof.bin"
+took "the broken link"
+
 # ---- sizes: 1 byte to more than max_write, unaligned offsets -------------------
 
 # One byte per write(2) and read(2), buffered and direct: each is a READ or
