@@ -188,6 +188,20 @@ def main():
     check_eq("... and not at all when one is missing",
              [None] * 9, [rep for rep, _ in module.saved_series({"mib_s": list(range(9))}, 10)])
 
+    # A target's verdict from its interval: all of it inside the bounds,
+    # all of it outside, or some of each; no interval, no verdict.
+    v = module.target_verdict
+    check_eq("a target met: the whole interval at 70 % or above", "met",
+             v({"ci95": [0.71, 0.9]}, 0.70, None))
+    check_eq("a target not met: the whole interval below it", "not met",
+             v({"ci95": [0.4, 0.69]}, 0.70, None))
+    check_eq("a target the interval straddles: not resolvable", module.UNRESOLVED,
+             v({"ci95": [0.6, 0.8]}, 0.70, None))
+    check_eq("'within 5 %': met only inside [0.95, 1.05]", ["met", module.UNRESOLVED, "not met"],
+             [v({"ci95": c}, 0.95, 1.05) for c in ([0.96, 1.04], [0.9, 1.04], [1.06, 1.2])])
+    check_eq("a target without an interval (too few repeats)", module.TOO_FEW,
+             v({"median_ratio": 1.0}, None, 1.0))
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         run = make_run(root)
@@ -200,6 +214,13 @@ def main():
         table = (run / "bench" / "table.rst").read_text()
         check("table.rst shows ratio, interval and verdict in one cell",
               "2.00× [1.90, 2.10] faster" in table, table)
+        # No passthrough_hp and no sweeps in the synthetic run: the
+        # zero-copy target alone, against the ceiling (about 2x / 4x).
+        check_eq("targets: zero-copy against the ceiling, about 0.5x in every repeat, is not met",
+                 [("zero-copy randread-direct at least 70 % of the ceiling", "not met")],
+                 [(t["target"], t["verdict"]) for t in s["targets"]])
+        check("targets.rst shows it with its interval",
+              "not met" in (run / "bench" / "targets.rst").read_text())
 
         # The same run reported again: the same bytes (a fixed seed).
         first = (run / "bench" / "summary.json").read_text()
