@@ -132,9 +132,12 @@ static bool zero_copy_take_request(struct srv_ent *ent,
  *
  * An operation that moves fewer bytes (a READ at the end of the file) or
  * fails breaks the link: io_uring cancels the commit, before the kernel's
- * FUSE code ever sees it, and posts the operation's CQE after all, but
- * not the cancelled commit's (a skipped CQE's links are skipped too).
- * zero_copy_io_done() then replies with what really happened.
+ * FUSE code ever sees it. A request marked IOSQE_CQE_SKIP_SUCCESS that
+ * fails posts its own CQE after all, and suppresses those of the linked
+ * requests it cancels: we get the operation's CQE, and no -ECANCELED one
+ * for the commit, which would carry the entry's user_data and look like a
+ * FUSE command's. So the two flags go together. zero_copy_io_done() then
+ * replies with what really happened.
  *
  * Unlinked (--unlinked), the commit waits for the operation's CQE: one
  * more trip through io_uring_enter() for every READ and WRITE.
@@ -147,11 +150,11 @@ static void zero_copy_link_commit(struct srv_ent *ent,
 }
 /* doc: zero-copy-link-end */
 
-
 /* doc: zero-copy-reply-begin */
 /*
- * The reply, once res is known: what the fixed operation moved, or
- * -errno. Then commit, and fetch the next request.
+ * The reply to a zero-copied request, from res: the bytes the fixed
+ * operation moved (linked: all it was asked to), or -errno. Then commit,
+ * and fetch the next request.
  */
 static void zero_copy_commit(struct srv_ent *ent, int res)
 {
