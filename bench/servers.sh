@@ -32,6 +32,7 @@ mount_config() {
 	refsrv-*) "$SRV" --foreground --verbose --mode="${config#refsrv-}" "$@" \
 		"$B" "$M" 2>"$W/server.log" & ;;
 	passthrough_hp) "$PEER" --foreground --nopassthrough -o io_uring "$B" "$M" >"$W/server.log" 2>&1 & ;;
+	*) die "no configuration called '$config' (bench/servers.sh lists them)" ;;
 	esac
 	PID=$!
 	for _ in $(seq 100); do
