@@ -7,9 +7,10 @@
 # fuse_write_out every mode copies back. Linking each fixed operation to
 # its commit saves exactly one CQE per READ and WRITE against --unlinked,
 # and one io_uring_enter() per direct READ (one request in flight at a
-# time; where several are, one call may reap several CQEs). The counts that do not depend on timing
-# (requests, bytes, SQEs, CQEs, syscalls of the direct jobs) agree between
-# the two runs within 1 %, and no trace lost an event.
+# time; where several are, one call may reap several CQEs). The counts
+# that do not depend on timing (requests, bytes, SQEs, CQEs, syscalls of
+# the direct jobs) agree between the two runs within 1 %, and no trace
+# lost an event.
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
