@@ -61,33 +61,31 @@ check_eq "zero-copy seqwrite-direct: it lends every byte of a WRITE" \
 check_eq "zero-copy seqwrite-direct: 1 copy per byte (WRITE_FIXED's)" \
 	"1" "$(cost 1 refsrv-zero-copy seqwrite-direct copies_per_byte)"
 
-# The lending is the server's fixed operation: one SQE more per READ and
-# WRITE than iovec mode submits (its READ_FIXED or WRITE_FIXED).
-more_sqes() {
+# minus CONFIG-A CONFIG-B JOB KEY: run 1's count of CONFIG-A less
+# CONFIG-B's, per data request.
+minus() {
 	python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))["runs"]["1"]
-z, i = (r[c]["jobs"][sys.argv[2]]["sqes"] for c in ("refsrv-zero-copy", "refsrv-iovec"))
-print(round(z - i, 2))' "$COSTS" "$@"
+a, b = (r[c]["jobs"][sys.argv[4]][sys.argv[5]] for c in sys.argv[2:4])
+print(round(a - b, 2))' "$COSTS" "$@"
 }
+
+# The lending is the server's fixed operation: one SQE more per READ and
+# WRITE than iovec mode submits (its READ_FIXED or WRITE_FIXED).
 for job in randread-direct seqwrite-direct; do
 	check_eq "zero-copy $job: one SQE more per data request than iovec (the fixed operation)" \
-		"1.0" "$(more_sqes "$job")"
+		"1.0" "$(minus refsrv-zero-copy refsrv-iovec "$job" sqes)"
 done
 
 # The link: one CQE less per READ and WRITE (the fixed operation's, which
 # IOSQE_CQE_SKIP_SUCCESS drops), and, where one request is in flight at a
 # time, one io_uring_enter() less per READ.
-saved() {
-	python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))["runs"]["1"]
-u, l = (r[c]["jobs"][sys.argv[2]][sys.argv[3]] for c in ("refsrv-zero-copy-unlinked", "refsrv-zero-copy"))
-print(round(u - l, 2))' "$COSTS" "$@"
-}
 for job in randread-direct seqwrite-direct; do
-	check_eq "zero-copy $job: linking saves one CQE per data request" "1.0" "$(saved "$job" cqes)"
+	check_eq "zero-copy $job: linking saves one CQE per data request" "1.0" \
+		"$(minus refsrv-zero-copy-unlinked refsrv-zero-copy "$job" cqes)"
 done
 check_eq "zero-copy randread-direct: linking saves one io_uring_enter per READ" "1.0" \
-	"$(saved randread-direct io_uring_enter)"
+	"$(minus refsrv-zero-copy-unlinked refsrv-zero-copy randread-direct io_uring_enter)"
 
 # The counts that do not depend on timing repeat exactly. Of the direct
 # read, where one request is in flight at a time, all but the context
