@@ -12,6 +12,12 @@ TOP := $(CURDIR)
 BUILD := $(TOP)/build
 FLAVOR ?= normal
 export FLAVOR
+# Which kernel `make kernel` and vm/run take: 7.2 with the v2 series (the
+# default), or 7.3, which merged the buffer pool instead (scripts/lib.sh).
+# make check, make demo and the server need both: they build both.
+KERNEL ?= 7.2
+export KERNEL
+KERNELS := 7.2 7.3
 
 # Every step that writes build/ holds this checkout's lock: a second make
 # started meanwhile waits instead of corrupting the kernel build
@@ -21,7 +27,7 @@ LOCKED := scripts/with-build-lock
 CC := gcc
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 
-.PHONY: help deps kernel headers server peer tests vm check check-debug fresh-check demo bench costs conformance patches patches-check docs clean exercise exercises exercise-check
+.PHONY: help deps tree kernel kernels headers server peer tests vm check check-debug fresh-check demo bench costs conformance patches patches-check docs clean exercise exercises exercise-check
 .DEFAULT_GOAL := help
 
 help:
@@ -30,13 +36,14 @@ help:
 	@echo "make check-debug    the guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault injection)"
 	@echo "make fresh-check    the README's two commands on a brand-new Debian 12 root (as root; about 21 minutes)"
 	@echo "make deps           install the Debian packages and download the pinned kernel"
-	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR))"
+	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR), KERNEL=$(KERNEL))"
+	@echo "make kernels        both kernels: 7.2 with the v2 series, and 7.3 as merged"
 	@echo "make server         build the reference server into build/reference-server/"
 	@echo "make peer           build libfuse's passthrough_hp (the peer) into build/libfuse/"
 	@echo "make vm             an interactive shell in the guest"
 	@echo "make patches        export build/linux's commits above base into kernel-patches/"
 	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
-	@echo "make docs           build the documentation into build/docs/"
+	@echo "make docs           build the book into build/docs/ (needs the patched tree, not a built kernel)"
 	@echo "make bench          every server configuration side by side in one boot (fio)"
 	@echo "make costs          the cost table alone: copies, syscalls, CQEs per request"
 	@echo "make conformance    libfuse's syscall suite (test_syscalls) on three mounts: a table"
@@ -47,11 +54,21 @@ help:
 deps:
 	@$(LOCKED) scripts/deps
 
+# The trees alone, each unpacked and patched, not built (what make docs
+# needs: the book quotes both).
+tree: deps
+	@for k in $(KERNELS); do KERNEL=$$k $(LOCKED) scripts/kernel tree || exit 1; done
+
 kernel: deps
 	@$(LOCKED) scripts/kernel build
 
+kernels: deps
+	@for k in $(KERNELS); do KERNEL=$$k $(LOCKED) scripts/kernel build || exit 1; done
+
+# One server binary speaks both uapis: it builds against both trees'
+# headers (build/headers for v2, build/headers-7.3 for the pool).
 headers: deps
-	@$(LOCKED) scripts/kernel headers
+	@for k in $(KERNELS); do KERNEL=$$k $(LOCKED) scripts/kernel headers || exit 1; done
 
 # The reference server builds against the patched tree's uapi headers. The
 # two one-rung builds prove that a reader can copy fewer modes (tests/guest/26);
@@ -114,7 +131,7 @@ $(BUILD)/tests/first-request: $(BUILD)/headers-stock/include/linux/fuse.h
 vm: kernel server tests
 	@vm/run --interactive
 
-check: kernel server peer tests
+check: kernels server peer tests
 	@$(LOCKED) scripts/check
 
 # The guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault
@@ -123,7 +140,7 @@ check-debug:
 	@$(MAKE) --no-print-directory FLAVOR=debug kernel server peer tests
 	@FLAVOR=debug $(LOCKED) scripts/check
 
-demo: kernel server tests
+demo: kernels server tests
 	@$(LOCKED) scripts/demo
 
 # The full benchmark (not part of make check; a smoke run is).
@@ -146,7 +163,10 @@ patches:
 patches-check: deps
 	@$(LOCKED) scripts/kernel series-check
 
-docs: deps
+# The book quotes the patched tree's sources, so it needs the tree (the
+# pinned source, unpacked and patched: scripts/kernel tree), but no kernel
+# build: on a fresh clone that is the download and about two minutes.
+docs: tree
 	@$(LOCKED) sphinx-build -q -E -W -n --keep-going -b html . $(BUILD)/docs
 	@echo "docs: $(BUILD)/docs/index.html"
 

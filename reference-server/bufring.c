@@ -14,6 +14,11 @@
 
 #include <errno.h>
 
+/* the whole series' uapi: buffer rings (0004) to FUSE_HAS_URING_BUFRING (0014) */
+#ifndef FUSE_HAS_URING_BUFRING
+#error "linux/fuse.h is not the v2 series' uapi: rebuild build/headers from the whole series (make headers)"
+#endif
+
 /* iov[] names the queue's regions, the same for every entry */
 void bufring_ent_init(struct srv_ent *ent)
 {
@@ -204,6 +209,7 @@ bool req_zero_copied(const struct fuse_uring_req_header *hdr)
 /* bufring, pinned-headers and pinned-buffers: the flags tell them apart */
 const struct srv_mode_ops bufring_ops = {
 	.init_needs = FUSE_HAS_URING_BUFRING,
+	.kernel = "FUSE_HAS_URING_BUFRING (Linux 7.2 with the v2 series, kernel-patches/)",
 	.register_flags = bufring_register_flags,
 	.ent_init = bufring_ent_init,
 	.prep_register = bufring_prep_register,

@@ -8,7 +8,21 @@
 #ifndef FUSE_URING_H
 #define FUSE_URING_H
 
-#include <linux/fuse.h>		/* from build/headers: the 7.2 uapi */
+/*
+ * Which linux/fuse.h: every file but pool.c is compiled against the 7.2
+ * tree's uapi with the v2 series (build/headers); pool.c against 7.3's
+ * (build/headers-7.3), see the Makefile. The two uapis give the same names
+ * other meanings (FUSE_URING_ZERO_COPY is 1 << 3 in v2 and 1 << 0 in 7.3;
+ * struct fuse_uring_cmd_req has other fields after qid), so no file can
+ * include both. What this header and the files it serves use of the uapi
+ * is what stock 7.2 already had, the same in both: fuse_in_header, the
+ * 288-byte fuse_uring_req_header (only the meaning of ring_ent_in_out's
+ * bytes 20-23 differs: v2's buf_id, 7.3's offset; each rung reads them
+ * through its own header), and cmd_req's flags, commit_id and qid. The
+ * names of one design are used only in that design's rung files, which
+ * check for their own uapi at the top.
+ */
+#include <linux/fuse.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -20,36 +34,38 @@
 
 #define SRV_NAME "fuse-uring-server"
 
-/*
- * The iovec rung is stock 7.2 and builds against 7.2's own linux/fuse.h
- * (make MODES=iovec HDR=...). The rungs above it need the whole series'
- * uapi: buffer rings (0004), pinned headers and buffers (0005, 0006),
- * zero-copy (0008), FUSE_HAS_URING_BUFRING (0014).
- */
-#if defined(SRV_WITH_BUFRING) && !defined(FUSE_URING_ZERO_COPY)
-#error "linux/fuse.h lacks FUSE_URING_ZERO_COPY: rebuild build/headers from the whole series (make headers)"
-#endif
-
 /* ---- options (options.c) ---------------------------------------------- */
 
 /*
  * How ring entries hand buffers to the kernel. Stock 7.2 knows only iovec
- * mode; the series adds the others as REGISTER flags (kernel-patches/0004,
- * 0005, 0006, 0008). The kernel's flags are independent of each other (but
- * zero-copy needs the three before it); the modes form a ladder, each one
- * the one before plus one flag:
+ * mode. Above it are two ladders, one per design; each mode is the one
+ * before plus one step:
  *
- *   bufring         FUSE_URING_BUFRING
- *   pinned-headers  ... | FUSE_URING_PINNED_HEADERS
- *   pinned-buffers  ... | FUSE_URING_PINNED_BUFFERS
- *   zero-copy       ... | FUSE_URING_ZERO_COPY
+ * the v2 series (kernel-patches/, on 7.2), REGISTER flags:
+ *   bufring         FUSE_URING_BUFRING (0004)
+ *   pinned-headers  ... | FUSE_URING_PINNED_HEADERS (0005)
+ *   pinned-buffers  ... | FUSE_URING_PINNED_BUFFERS (0006)
+ *   zero-copy       ... | FUSE_URING_ZERO_COPY (0008)
+ *
+ * what Linux 7.3 merged, queue commands before REGISTER (pool.c):
+ *   pool            ADD_QUEUE, then ADD_BUFPOOL: one payload pool per queue
+ *   pool-fixed      ... the pool registered as an io_uring fixed buffer
+ *   pool-zero-copy  ... and ADD_QUEUE with FUSE_URING_ZERO_COPY; files
+ *                   opened with FOPEN_IO_URING_ZERO_COPY
+ *
+ * auto, the default, is none of them: FUSE_INIT's offer picks one
+ * (mode_pick()), and the server says which.
  */
 enum srv_mode {
+	SRV_MODE_AUTO,		/* the best one FUSE_INIT offers */
 	SRV_MODE_IOVEC,		/* REGISTER passes iov[0] header, iov[1] payload */
 	SRV_MODE_BUFRING,	/* one headers and one payload region per queue */
 	SRV_MODE_PINNED_HEADERS,/* the kernel pins the headers region */
 	SRV_MODE_PINNED_BUFFERS,/* ... and the payload region */
 	SRV_MODE_ZERO_COPY,	/* ... and lends READ/WRITE folios as fixed buffers */
+	SRV_MODE_POOL,		/* 7.3: a payload pool per queue, offsets per request */
+	SRV_MODE_POOL_FIXED,	/* ... registered as an io_uring fixed buffer */
+	SRV_MODE_POOL_ZERO_COPY,/* ... and zero-copy, per file */
 };
 
 struct srv_opts {
@@ -57,7 +73,7 @@ struct srv_opts {
 	const char *mountpoint;
 	unsigned int queue_depth;	/* ring entries per queue */
 	size_t payload_size;		/* bytes of one payload buffer = max_write */
-	unsigned int nbufs;		/* bufring: payload buffers per queue */
+	unsigned int nbufs;		/* bufring, pool: payload buffers per queue */
 	enum srv_mode mode;
 	bool fallback;			/* zero-copy: pinned-buffers without CAP_SYS_ADMIN */
 	bool unlinked;			/* zero-copy: commit after the fixed I/O's CQE */
@@ -79,6 +95,7 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen);
 const char *mode_name(enum srv_mode m);
 bool mode_uses_bufring(enum srv_mode m);
+bool mode_uses_pool(enum srv_mode m);
 bool mode_pins_headers(enum srv_mode m);
 bool mode_pins_buffers(enum srv_mode m);
 bool mode_zero_copy(enum srv_mode m);
@@ -88,6 +105,8 @@ const struct srv_mode_ops *mode_ops(enum srv_mode m);
 unsigned int opts_payload_bufs(const struct srv_opts *o);
 size_t opts_queue_payload_bytes(const struct srv_opts *o);
 void print_usage(FILE *f);
+int mode_pick(struct srv_opts *o, uint64_t offered);
+const char *mode_offered_kernel(uint64_t offered);
 
 /* ---- one request, as every handler sees it (proto.c) ------------------- */
 
@@ -132,6 +151,7 @@ size_t dirent_pack(void *buf, size_t cap, const char *name, uint64_t ino,
 		   uint64_t off, uint32_t type);
 void stat_to_fuse_attr(const struct stat *st, struct fuse_attr *a);
 void statx_to_fuse_statx(const struct statx *sx, struct fuse_statx *f);
+uint64_t init_offered(const struct fuse_init_in *in);
 int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		     unsigned int nr_queues, long page_size,
 		     struct fuse_init_out *out);
@@ -157,7 +177,7 @@ struct srv_ent_req {
 	uint32_t payload_sz;		/* ent_in_out.payload_sz of the request */
 	size_t arg_len;			/* its per-opcode header, for --trace */
 	void *payload;			/* its payload buffer, NULL for none */
-	int buf;			/* bufring: buf_id for --trace, -1 none */
+	int buf;			/* bufring, pool: buffer for --trace, -1 none */
 	bool zero_copied;		/* zero-copy: data lent as a fixed buffer */
 };
 
@@ -204,14 +224,24 @@ struct srv_ent {
 struct srv_mode_ops {
 	/* FUSE_INIT flags the kernel must offer for this mode to work */
 	uint64_t init_needs;
+	/* that flag, and the kernel that offers it, for messages */
+	const char *kernel;
 	/* the flags every REGISTER of mode m carries; NULL: none */
 	uint64_t (*register_flags)(enum srv_mode m);
 	/* set ent->iov[] (what REGISTER names) and ent->payload */
 	void (*ent_init)(struct srv_ent *ent);
 	/* more set-up of the queue's ring, once it exists */
 	int (*ring_init)(struct srv_queue *q, const char **what);
+	/*
+	 * Commands for the whole queue, after the INIT reply and before its
+	 * first REGISTER (7.3: ADD_QUEUE, ADD_BUFPOOL); 0 or -errno, with
+	 * *what naming the command that failed
+	 */
+	int (*queue_add)(struct srv_queue *q, const char **what);
 	/* REGISTER's fields beyond the iovec pair */
 	void (*prep_register)(struct io_uring_sqe *sqe, struct srv_ent *ent);
+	/* COMMIT_AND_FETCH's fields beyond qid and commit_id (7.3's fixed pool) */
+	void (*prep_commit)(struct io_uring_sqe *sqe, struct srv_ent *ent);
 	/* where ent's request has its payload: ent->req.payload and .buf */
 	int (*find_payload)(struct srv_ent *ent);
 	/*
@@ -222,6 +252,13 @@ struct srv_mode_ops {
 			     int *err);
 	/* the CQE of an operation it tagged ent | UD_MODE_IO */
 	void (*mode_io_done)(struct srv_ent *ent, int res);
+	/*
+	 * Change a reply the file system's handler built, before it is
+	 * committed (7.3's zero-copy: the per-file opt-in in OPEN and CREATE)
+	 */
+	void (*reply_ready)(struct srv_ent *ent, struct srv_req *r);
+	/* zero-copy: the fixed-buffer slot of entry 0; entry i's is slot0 + i */
+	unsigned int zero_copy_slot0;
 };
 
 struct srv_session;
@@ -304,15 +341,23 @@ void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
 const char *cmd_name(uint32_t cmd_op);
 void trace_ring(const struct srv_ent *ent, size_t out_len, int err);
 
-/* the modes: iovec.c (stock 7.2), bufring.c (0004-0006), zero-copy.c (0008) */
+/*
+ * the modes: iovec.c (stock 7.2), bufring.c (0004-0006), zero-copy.c
+ * (0008), pool.c (7.3)
+ */
 extern const struct srv_mode_ops iovec_ops;
 extern const struct srv_mode_ops bufring_ops;
 extern const struct srv_mode_ops zero_copy_ops;
+extern const struct srv_mode_ops pool_ops;
 void bufring_ent_init(struct srv_ent *ent);
 void bufring_prep_register(struct io_uring_sqe *sqe, struct srv_ent *ent);
 int bufring_find_payload(struct srv_ent *ent);
 uint64_t bufring_register_flags(enum srv_mode m);
 bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr);
 bool req_zero_copied(const struct fuse_uring_req_header *hdr);
+bool zero_copy_take_request(struct srv_ent *ent, const struct srv_req *r,
+			    int *err);
+void zero_copy_io_done(struct srv_ent *ent, int res);
+extern const struct srv_mode_ops pool_zero_copy_ops;
 
 #endif /* FUSE_URING_H */

@@ -40,6 +40,7 @@ static int iovec_find_payload(struct srv_ent *ent)
 }
 
 const struct srv_mode_ops iovec_ops = {
+	.kernel = "FUSE over io_uring (stock Linux 7.2 or later)",
 	.ent_init = iovec_ent_init,
 	.find_payload = iovec_find_payload,
 };

@@ -121,8 +121,11 @@ int main(int argc, char **argv)
 	err = session_open_dev(&s);
 	if (!err)
 		err = session_check_uring_param();
-	/* 2. every queue's memory and ring, before anything is promised */
-	if (!err)
+	/*
+	 * 2. every queue's memory and ring, before anything is promised;
+	 * --mode=auto does this in step 4, once FUSE_INIT named the kernel
+	 */
+	if (!err && o.mode != SRV_MODE_AUTO)
 		err = ring_start_queues(&s);
 	/* 3. the mount: the kernel now queues FUSE_INIT on /dev/fuse */
 	if (!err)

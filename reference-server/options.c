@@ -28,6 +28,16 @@
 #else
 #define ZERO_COPY_OPS NULL
 #endif
+#ifdef SRV_WITH_POOL
+#define POOL_OPS (&pool_ops)
+#else
+#define POOL_OPS NULL
+#endif
+#if defined(SRV_WITH_POOL) && defined(SRV_WITH_ZERO_COPY)
+#define POOL_ZERO_COPY_OPS (&pool_zero_copy_ops)
+#else
+#define POOL_ZERO_COPY_OPS NULL
+#endif
 
 static const struct {
 	const char *name;
@@ -39,6 +49,9 @@ static const struct {
 	{ "pinned-headers", SRV_MODE_PINNED_HEADERS, BUFRING_OPS },
 	{ "pinned-buffers", SRV_MODE_PINNED_BUFFERS, BUFRING_OPS },
 	{ "zero-copy", SRV_MODE_ZERO_COPY, ZERO_COPY_OPS },
+	{ "pool", SRV_MODE_POOL, POOL_OPS },
+	{ "pool-fixed", SRV_MODE_POOL_FIXED, POOL_OPS },
+	{ "pool-zero-copy", SRV_MODE_POOL_ZERO_COPY, POOL_ZERO_COPY_OPS },
 };
 #define NR_MODES (sizeof(modes) / sizeof(modes[0]))
 
@@ -53,6 +66,8 @@ const struct srv_mode_ops *mode_ops(enum srv_mode m)
 
 const char *mode_name(enum srv_mode m)
 {
+	if (m == SRV_MODE_AUTO)
+		return "auto";
 	for (size_t i = 0; i < NR_MODES; i++)
 		if (modes[i].mode == m)
 			return modes[i].name;
@@ -60,12 +75,19 @@ const char *mode_name(enum srv_mode m)
 }
 
 /*
- * Every mode after iovec builds on buffer rings: the v2 series adds pinned
- * headers, pinned buffers and zero-copy as flags next to its own.
+ * The v2 ladder: every mode after iovec up to zero-copy builds on buffer
+ * rings; the series adds pinned headers, pinned buffers and zero-copy as
+ * flags next to its own.
  */
 bool mode_uses_bufring(enum srv_mode m)
 {
-	return m != SRV_MODE_IOVEC;
+	return m >= SRV_MODE_BUFRING && m <= SRV_MODE_ZERO_COPY;
+}
+
+/* The 7.3 ladder: a payload pool per queue. */
+bool mode_uses_pool(enum srv_mode m)
+{
+	return m >= SRV_MODE_POOL && m <= SRV_MODE_POOL_ZERO_COPY;
 }
 
 /* The ladder: each mode keeps what the one before it does. */
@@ -75,14 +97,68 @@ bool mode_pins_headers(enum srv_mode m)
 	       m == SRV_MODE_ZERO_COPY;
 }
 
+/*
+ * The payload memory is pinned: by the FUSE kernel in v2's pinned modes;
+ * by io_uring in 7.3's fixed pool, which registering a fixed buffer pins
+ * and charges to RLIMIT_MEMLOCK the same way.
+ */
 bool mode_pins_buffers(enum srv_mode m)
 {
-	return m == SRV_MODE_PINNED_BUFFERS || m == SRV_MODE_ZERO_COPY;
+	return m == SRV_MODE_PINNED_BUFFERS || m == SRV_MODE_ZERO_COPY ||
+	       m == SRV_MODE_POOL_FIXED || m == SRV_MODE_POOL_ZERO_COPY;
 }
 
 bool mode_zero_copy(enum srv_mode m)
 {
-	return m == SRV_MODE_ZERO_COPY;
+	return m == SRV_MODE_ZERO_COPY || m == SRV_MODE_POOL_ZERO_COPY;
+}
+
+/* doc: mode-pick-begin */
+/*
+ * --mode=auto: the best mode whose FUSE_INIT flag the kernel offers.
+ * Each design announces itself with a bit of its own, and each rung names
+ * the bit it needs (srv_mode_ops.init_needs), so this code names neither:
+ *
+ *   FUSE_HAS_IO_URING_BUFPOOL (bit 43)  Linux 7.3 and later: pool
+ *   FUSE_HAS_URING_BUFRING    (bit 63)  7.2 with the v2 series: bufring
+ *   neither                             stock 7.2: iovec
+ *
+ * The best means the most a server gets without asking for more than an
+ * ordinary start has: the plain pool or buffer ring. The fixed pool and
+ * the pinned modes count against RLIMIT_MEMLOCK, zero-copy needs
+ * CAP_SYS_ADMIN and lends the callers' own pages: a server asks for those
+ * by name. Returns 0 with o->mode set, or -ENOPROTOOPT if the kernel
+ * offers none this build has.
+ */
+int mode_pick(struct srv_opts *o, uint64_t offered)
+{
+	static const enum srv_mode best_first[] = {
+		SRV_MODE_POOL, SRV_MODE_BUFRING, SRV_MODE_IOVEC,
+	};
+
+	for (size_t i = 0; i < sizeof(best_first) / sizeof(best_first[0]); i++) {
+		enum srv_mode m = best_first[i];
+		const struct srv_mode_ops *ops = mode_ops(m);
+
+		if (!ops || (offered & ops->init_needs) != ops->init_needs)
+			continue;
+		o->mode = m;
+		if (!o->nbufs && m != SRV_MODE_IOVEC)
+			o->nbufs = o->queue_depth;
+		return 0;
+	}
+	return -ENOPROTOOPT;
+}
+/* doc: mode-pick-end */
+
+/* What the kernel is, by the best design it offers (for messages). */
+const char *mode_offered_kernel(uint64_t offered)
+{
+	struct srv_opts o = { .mode = SRV_MODE_AUTO };
+
+	if (mode_pick(&o, offered))
+		return "no FUSE over io_uring this server knows";
+	return mode_ops(o.mode)->kernel;
 }
 
 /*
@@ -96,10 +172,11 @@ uint64_t mode_register_flags(enum srv_mode m)
 	return ops && ops->register_flags ? ops->register_flags(m) : 0;
 }
 
-/* Payload buffers per queue: one per entry in iovec mode, else --nbufs. */
+/* Payload buffers per queue: --nbufs with a buffer ring or pool, else one per entry. */
 unsigned int opts_payload_bufs(const struct srv_opts *o)
 {
-	return mode_uses_bufring(o->mode) ? o->nbufs : o->queue_depth;
+	return mode_uses_bufring(o->mode) || mode_uses_pool(o->mode) ?
+	       o->nbufs : o->queue_depth;
 }
 
 /* The payload memory one queue allocates: what lab 02 compares per mode. */
@@ -120,8 +197,12 @@ void print_usage(FILE *f)
 "  --payload-size=SIZE one payload buffer, also max_write; a multiple of\n"
 "                      the page size, %d..%d, K/M suffixes, default 1M\n"
 "  --mode=MODE         how entries hand buffers to the kernel:\n"
+"                      auto     the default: the best of pool, bufring and\n"
+"                               iovec that the kernel offers in FUSE_INIT\n"
+"                               (it says which it picked)\n"
 "                      iovec    each entry registers its own header and\n"
 "                               payload buffer (stock Linux 7.2)\n"
+"                      -- the v2 series (Linux 7.2 with kernel-patches/):\n"
 "                      bufring  each queue registers one headers region and\n"
 "                               one payload region of --nbufs buffers; the\n"
 "                               kernel lends a buffer per request that has\n"
@@ -136,19 +217,28 @@ void print_usage(FILE *f)
 "                               as io_uring fixed buffers, the server moves\n"
 "                               it with READ_FIXED/WRITE_FIXED (needs\n"
 "                               CAP_SYS_ADMIN)\n"
-"                      The kernel's flags are independent; these modes are\n"
-"                      a ladder, each the one above plus one flag. Pinned\n"
-"                      memory counts against RLIMIT_MEMLOCK (ulimit -l)\n"
-"                      unless the server has CAP_IPC_LOCK.\n"
-"  --nbufs=N           bufring and above: payload buffers per queue,\n"
+"                      -- what Linux 7.3 merged (the buffer pool):\n"
+"                      pool     each queue adds one payload pool of --nbufs\n"
+"                               buffers (ADD_QUEUE, ADD_BUFPOOL); the kernel\n"
+"                               takes a buffer per request that has payload,\n"
+"                               and says where (ent_in_out.offset)\n"
+"                      pool-fixed  pool, registered as an io_uring fixed\n"
+"                               buffer first: imported, not pinned, per request\n"
+"                      pool-zero-copy  pool-fixed, and READ/WRITE data of\n"
+"                               files opened FOPEN_IO_URING_ZERO_COPY stays\n"
+"                               in the callers' pages (needs CAP_SYS_ADMIN)\n"
+"                      Each ladder adds one step per mode. Pinned memory\n"
+"                      counts against RLIMIT_MEMLOCK (ulimit -l) unless\n"
+"                      the server has CAP_IPC_LOCK.\n"
+"  --nbufs=N           bufring, pool and above: payload buffers per queue,\n"
 "                      1..%d, default the queue depth; fewer than entries\n"
 "                      is the point: requests with payload then wait for a\n"
 "                      free buffer\n"
 "  --fallback          zero-copy: without CAP_SYS_ADMIN, run in\n"
-"                      pinned-buffers mode (with a notice) instead of\n"
-"                      refusing to start\n"
-"  --unlinked          zero-copy: submit each commit only once its fixed\n"
-"                      operation's CQE is in, instead of linked behind it\n"
+"                      pinned-buffers mode (pool-zero-copy: pool-fixed),\n"
+"                      with a notice, instead of refusing to start\n"
+"  --unlinked          zero-copy modes: submit each commit only once its\n"
+"                      fixed operation's CQE is in, instead of linked behind it\n"
 "                      in the same submit: one more io_uring_enter() per\n"
 "                      READ and WRITE, to measure what the link saves\n"
 "  --allow-other       let every user reach the mount, not only the one\n"
@@ -204,12 +294,16 @@ static int parse_count(const char *opt, const char *s, unsigned int max,
 
 static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 {
-	char built[96] = "";
+	char built[160] = "auto";
 
 	for (size_t i = 0; i < NR_MODES; i++) {
 		if (modes[i].ops)
 			snprintf(built + strlen(built), sizeof(built) - strlen(built),
-				 "%s%s", built[0] ? ", " : "", modes[i].name);
+				 ", %s", modes[i].name);
+	}
+	if (!strcmp(s, "auto")) {
+		*m = SRV_MODE_AUTO;
+		return 0;
 	}
 	for (size_t i = 0; i < NR_MODES; i++) {
 		if (strcmp(s, modes[i].name))
@@ -256,7 +350,7 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 	*o = (struct srv_opts){
 		.queue_depth = SRV_DEFAULT_QUEUE_DEPTH,
 		.payload_size = SRV_DEFAULT_PAYLOAD_SIZE,
-		.mode = SRV_MODE_IOVEC,
+		.mode = SRV_MODE_AUTO,
 	};
 	err[0] = '\0';
 	optind = 0;	/* glibc: a full reset, so the parser can run again */
@@ -322,24 +416,29 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			return -EINVAL;
 		}
 	}
-	/* after the loop: --nbufs and --mode may come in either order */
-	if (o->nbufs && !mode_uses_bufring(o->mode)) {
-		snprintf(err, errlen, "--nbufs needs --mode=bufring or a mode "
-			 "above it (in %s mode every entry has its own payload "
-			 "buffer)", mode_name(o->mode));
+	/*
+	 * after the loop: --nbufs and --mode may come in either order; with
+	 * --mode=auto, --nbufs counts if the mode picked has shared buffers
+	 */
+	if (o->nbufs && o->mode == SRV_MODE_IOVEC) {
+		snprintf(err, errlen, "--nbufs needs --mode=bufring, --mode=pool "
+			 "or a mode above them (in iovec mode every entry has its "
+			 "own payload buffer)");
 		return -EINVAL;
 	}
 	if (o->fallback && !mode_zero_copy(o->mode)) {
-		snprintf(err, errlen, "--fallback needs --mode=zero-copy (it "
-			 "says what to do without CAP_SYS_ADMIN)");
+		snprintf(err, errlen, "--fallback needs --mode=zero-copy or "
+			 "--mode=pool-zero-copy (it says what to do without "
+			 "CAP_SYS_ADMIN)");
 		return -EINVAL;
 	}
 	if (o->unlinked && !mode_zero_copy(o->mode)) {
-		snprintf(err, errlen, "--unlinked needs --mode=zero-copy (only "
-			 "its fixed operations are linked to their commits)");
+		snprintf(err, errlen, "--unlinked needs --mode=zero-copy or "
+			 "--mode=pool-zero-copy (only their fixed operations are "
+			 "linked to their commits)");
 		return -EINVAL;
 	}
-	if (!o->nbufs && mode_uses_bufring(o->mode))
+	if (!o->nbufs && (mode_uses_bufring(o->mode) || mode_uses_pool(o->mode)))
 		o->nbufs = o->queue_depth;	/* as many buffers as entries */
 	if (argc - optind != 2) {
 		snprintf(err, errlen,

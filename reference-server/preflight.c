@@ -137,13 +137,19 @@ static void memlock_message(char *buf, size_t len, const struct srv_opts *o,
  * step down the ladder to pinned-buffers, which needs no capability.
  * Returns 0 if o->mode can run (possibly changed), -EPERM if not.
  */
+static enum srv_mode zero_copy_fallback(enum srv_mode m)
+{
+	return m == SRV_MODE_POOL_ZERO_COPY ? SRV_MODE_POOL_FIXED :
+					      SRV_MODE_PINNED_BUFFERS;
+}
+
 static int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin)
 {
 	if (!mode_zero_copy(o->mode) || cap_sys_admin)
 		return 0;
 	if (!o->fallback)
 		return -EPERM;
-	o->mode = SRV_MODE_PINNED_BUFFERS;
+	o->mode = zero_copy_fallback(o->mode);
 	return 0;
 }
 
@@ -192,17 +198,21 @@ int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
 	char msg[512];
 	uint64_t need;
 
+	enum srv_mode asked = o->mode;
+
 	if (zero_copy_decide(o, srv_capable(CAP_SYS_ADMIN))) {
-		fprintf(stderr, SRV_NAME ": --mode=zero-copy needs CAP_SYS_ADMIN: "
+		fprintf(stderr, SRV_NAME ": --mode=%s needs CAP_SYS_ADMIN: "
 			"the kernel lends the server the callers' own pages (page "
 			"cache, a direct-I/O caller's memory) and refuses it "
 			"without (EPERM); run with CAP_SYS_ADMIN, or add "
-			"--fallback to run in pinned-buffers mode instead\n");
+			"--fallback to run in %s mode instead\n",
+			mode_name(asked), mode_name(zero_copy_fallback(asked)));
 		return -EPERM;
 	}
 	if (o->fallback && !mode_zero_copy(o->mode))
-		fprintf(stderr, SRV_NAME ": no CAP_SYS_ADMIN for --mode=zero-copy: "
-			"falling back to --mode=pinned-buffers (--fallback)\n");
+		fprintf(stderr, SRV_NAME ": no CAP_SYS_ADMIN for --mode=%s: "
+			"falling back to --mode=%s (--fallback)\n",
+			mode_name(asked), mode_name(o->mode));
 
 	need = pinned_total_bytes(o, nr_queues, page);
 	if (!need || srv_capable(CAP_IPC_LOCK))

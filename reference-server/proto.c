@@ -370,17 +370,32 @@ void statx_to_fuse_statx(const struct statx *sx, struct fuse_statx *f)
 /* ---- FUSE_INIT -------------------------------------------------------- */
 
 /*
+ * The flags FUSE_INIT offers, all 64: flags2 (the upper 32 bits) only
+ * exists from 7.36, with FUSE_INIT_EXT.
+ */
+uint64_t init_offered(const struct fuse_init_in *in)
+{
+	if (in->minor < 36 || !(in->flags & FUSE_INIT_EXT))
+		return in->flags;
+	return in->flags | ((uint64_t)in->flags2 << 32);
+}
+
+/*
  * Answer the kernel's offer. We take only the flags this server implements,
  * and FUSE_OVER_IO_URING, which the kernel offers only when the module
  * parameter enable_uring is set: without it the server cannot run, so say
  * so here (-EOPNOTSUPP) rather than hang later in REGISTER.
  *
- * The buffer-ring modes also need FUSE_HAS_URING_BUFRING (series patch 14:
- * their srv_mode_ops.init_needs).
- * A kernel without the series ignores the REGISTER flags and takes a
- * buffer-ring REGISTER for an iovec one: every entry would then share header
- * slot 0, silently. So refuse those modes here (-ENOPROTOOPT). The bit is
- * only offered; the reply need not carry it.
+ * The modes above iovec need their design's own flag (their
+ * srv_mode_ops.init_needs): FUSE_HAS_URING_BUFRING for the v2 series'
+ * (its patch 14), FUSE_HAS_IO_URING_BUFPOOL for 7.3's pool. A kernel
+ * without the series ignores the REGISTER flags and takes a buffer-ring
+ * REGISTER for an iovec one: every entry would then share header slot 0,
+ * silently. So refuse a mode the kernel does not offer here
+ * (-ENOPROTOOPT). The bits are only offered; the reply need not carry
+ * them. The reply's minor is the lower of the kernel's and the header's:
+ * 45 from the v2 header (whose files are most of this server), while
+ * 7.3 offers 46; 7.3 asks no minor of the pool.
  */
 int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		     unsigned int nr_queues, long page_size,
@@ -395,7 +410,7 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 	if (in->minor < 36 || !(in->flags & FUSE_INIT_EXT))
 		return -EPROTO;
 	/* doc: init-flags-begin */
-	offered = in->flags | ((uint64_t)in->flags2 << 32);
+	offered = init_offered(in);
 	if (!(offered & FUSE_OVER_IO_URING))
 		return -EOPNOTSUPP;
 	ops = mode_ops(o->mode);

@@ -7,7 +7,7 @@
  * FUSE_IO_URING_CMD_COMMIT_AND_FETCH (reply to one request, get the next).
  *
  * What a mode changes is behind s->ops (struct srv_mode_ops): iovec.c,
- * bufring.c and zero-copy.c. This file names none of them.
+ * bufring.c, zero-copy.c and pool.c. This file names none of them.
  */
 #include "fuse-uring.h"
 
@@ -304,6 +304,8 @@ static void handle_request(struct srv_ent *ent)
 		return;
 	if (!err)
 		err = srv_dispatch(&r);
+	if (!err && ops->reply_ready)
+		ops->reply_ready(ent, &r);
 	if (q->s->opts->trace)
 		trace_ring(ent, r.out_len, err);
 	build_ring_reply(h, ent->req.unique, err, err ? 0 : r.out_len);
@@ -348,8 +350,18 @@ static bool handle_cqes(struct srv_queue *q)
 static int queue_register(struct srv_queue *q)
 {
 	struct io_uring_sqe *sqe;
+	const char *what;
 	int ret;
 
+	/* a mode's commands for the whole queue first (7.3's pool) */
+	if (q->s->ops->queue_add) {
+		ret = q->s->ops->queue_add(q, &what);
+		if (ret) {
+			fprintf(stderr, SRV_NAME ": queue %u: %s: %s\n", q->qid,
+				what, strerror(-ret));
+			return ret;
+		}
+	}
 	for (unsigned int i = 0; i < q->s->opts->queue_depth; i++) {
 		sqe = queue_sqe(q);
 		prep_fuse_cmd(sqe, &q->ents[i], FUSE_IO_URING_CMD_REGISTER, 0);

@@ -143,6 +143,27 @@ static int dev_read(struct srv_session *s, struct srv_req *r)
 	return parse_dev_request(s->devbuf, (size_t)n, r);
 }
 
+/* doc: pick-mode-begin */
+/*
+ * --mode=auto, once FUSE_INIT said what the kernel has: the mode
+ * (mode_pick()), said on stderr, then the queues of that mode.
+ */
+static int session_pick_mode(struct srv_session *s, uint64_t offered)
+{
+	int err = mode_pick(s->opts, offered);
+
+	if (err) {
+		fprintf(stderr, SRV_NAME ": --mode=auto: the kernel offers no "
+			"mode this server was built with\n");
+		return err;
+	}
+	fprintf(stderr, SRV_NAME ": --mode=auto: the kernel offers %s: "
+		"mode %s\n", mode_ops(s->opts->mode)->kernel,
+		mode_name(s->opts->mode));
+	return ring_start_queues(s);
+}
+/* doc: pick-mode-end */
+
 /*
  * FUSE_INIT travels over /dev/fuse even in io_uring mode: the rings are
  * sized from what it negotiates. Our reply sets FUSE_OVER_IO_URING, which
@@ -151,6 +172,7 @@ static int dev_read(struct srv_session *s, struct srv_req *r)
  */
 int session_handle_init(struct srv_session *s)
 {
+	const struct fuse_init_in *in;
 	struct fuse_init_out out;
 	struct srv_req r;
 	int err;
@@ -172,27 +194,40 @@ int session_handle_init(struct srv_session *s)
 			fuse_opcode_name(r.in->opcode));
 		return -EPROTO;
 	}
-	err = init_reply_build(r.arg, s->opts, s->nr_queues, s->page_size,
-			       &out);
+	in = r.arg;
+	/*
+	 * --mode=auto: only now does the server know what the kernel has.
+	 * The queues are built now, still before the reply promises io_uring;
+	 * if that fails, the reply refuses the connection.
+	 */
+	if (s->opts->mode == SRV_MODE_AUTO &&
+	    (init_offered(in) & FUSE_OVER_IO_URING)) {
+		err = session_pick_mode(s, init_offered(in));
+		if (err) {
+			r.out_len = 0;
+			dev_reply(s, &r, -EIO);
+			return err;
+		}
+	}
+	err = init_reply_build(in, s->opts, s->nr_queues, s->page_size, &out);
 	if (err == -EOPNOTSUPP) {
 		fprintf(stderr, SRV_NAME ": the kernel did not offer "
 			"FUSE_OVER_IO_URING in FUSE_INIT (enable_uring off?)\n");
 		return err;
 	}
 	if (err == -ENOPROTOOPT) {
-		fprintf(stderr, SRV_NAME ": --mode=%s needs a kernel that "
-			"offers FUSE_HAS_URING_BUFRING in FUSE_INIT (the series in "
-			"kernel-patches/), and this one does not: it would take "
-			"each buffer-ring REGISTER for an iovec one, and every "
-			"entry would share header slot 0. Use --mode=iovec, or "
-			"boot the kernel built from kernel-patches/ (vm/run).\n",
-			mode_name(s->opts->mode));
+		/* doc: mode-refused-begin */
+		fprintf(stderr, SRV_NAME ": --mode=%s needs %s, and this kernel "
+			"does not offer it (it offers %s): use --mode=auto, or "
+			"boot that kernel (vm/run: KERNEL=7.2 or 7.3)\n",
+			mode_name(s->opts->mode), s->ops->kernel,
+			mode_offered_kernel(init_offered(in)));
+		/* doc: mode-refused-end */
 		return err;
 	}
 	if (err) {
 		fprintf(stderr, SRV_NAME ": unsupported FUSE_INIT %u.%u\n",
-			((const struct fuse_init_in *)r.arg)->major,
-			((const struct fuse_init_in *)r.arg)->minor);
+			in->major, in->minor);
 		return err;
 	}
 	memcpy(r.out, &out, sizeof(out));

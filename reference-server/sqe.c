@@ -67,13 +67,18 @@ void prep_fuse_cmd(struct io_uring_sqe *sqe, struct srv_ent *ent,
 		sqe->len = 2;
 	}
 	/*
-	 * COMMIT_AND_FETCH is the same in every mode: the kernel reads qid and
-	 * commit_id only, finds the entry by the request it answers, and knows
-	 * its header slot and buffer itself; flags and buf_index stay 0.
+	 * COMMIT_AND_FETCH is the same in every mode but one: the kernel
+	 * reads qid and commit_id, finds the entry by the request it answers,
+	 * and knows its header slot and buffer itself. (7.3's fixed pool
+	 * wants its fixed-buffer flag and index on every command: the mode's
+	 * prep_commit hook.)
 	 */
 	req->qid = (uint16_t)q->qid;
 	req->commit_id = commit_id;	/* ignored by REGISTER */
 	/* exercise 01.2 end */
+	if (cmd_op == FUSE_IO_URING_CMD_COMMIT_AND_FETCH &&
+	    q->s->ops->prep_commit)
+		q->s->ops->prep_commit(sqe, ent);
 	io_uring_sqe_set_data(sqe, ent);
 	ent->last_cmd = cmd_op;
 }
@@ -89,7 +94,8 @@ const char *cmd_name(uint32_t cmd_op)
 /*
  * One --trace line per ring request: in= is the request's payload_sz, out=
  * the reply's. With a buffer ring it adds the buffer the request had
- * (buf=N, buf=- for none), with zero-copy whether its data was zero-copied
+ * (buf=N, buf=- for none; with a pool, the buffer at offset N x
+ * --payload-size), with zero-copy whether its data was zero-copied
  * (zc=1: it was in the request's folios, moved by READ_FIXED/WRITE_FIXED).
  */
 void trace_ring(const struct srv_ent *ent, size_t out_len, int err)
@@ -99,9 +105,11 @@ void trace_ring(const struct srv_ent *ent, size_t out_len, int err)
 	enum srv_mode mode = q->s->opts->mode;
 	char bufstr[16] = "", zcstr[8] = "";
 
-	if (mode_uses_bufring(mode) && r->buf >= 0)
+	bool shared = mode_uses_bufring(mode) || mode_uses_pool(mode);
+
+	if (shared && r->buf >= 0)
 		snprintf(bufstr, sizeof(bufstr), " buf=%d", r->buf);
-	else if (mode_uses_bufring(mode))
+	else if (shared)
 		snprintf(bufstr, sizeof(bufstr), " buf=-");
 	if (mode_zero_copy(mode))
 		snprintf(zcstr, sizeof(zcstr), " zc=%d", r->zero_copied);

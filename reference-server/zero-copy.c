@@ -11,12 +11,28 @@
 #include "fuse-uring.h"
 
 #include <errno.h>
+
+/* the whole series' uapi: buffer rings (0004) to FUSE_HAS_URING_BUFRING (0014) */
+#ifndef FUSE_HAS_URING_BUFRING
+#error "linux/fuse.h is not the v2 series' uapi: rebuild build/headers from the whole series (make headers)"
+#endif
 #include <stdlib.h>
 #include <string.h>
 
 static void zero_copy_link_commit(struct srv_ent *ent,
 				  struct io_uring_sqe *io_sqe);
 static void zero_copy_commit(struct srv_ent *ent, int res);
+
+/*
+ * The fixed-buffer slot where the kernel lends entry ent a request's
+ * pages: its id in v2; in 7.3 the slot its REGISTER reserved (pool.c
+ * reserves 1 + id). The operations on it are the same in both designs,
+ * so pool.c's zero-copy mode uses the functions below as they are.
+ */
+static int zero_copy_slot(const struct srv_ent *ent)
+{
+	return (int)(ent->queue->s->ops->zero_copy_slot0 + ent->id);
+}
 
 /* doc: fixed-table-begin */
 /*
@@ -60,8 +76,8 @@ static int zero_copy_ring_init(struct srv_queue *q, const char **what)
  *   only through the ring it registered it in, so the commit goes on this
  *   same ring.
  */
-static bool zero_copy_take_request(struct srv_ent *ent,
-				   const struct srv_req *r, int *err)
+bool zero_copy_take_request(struct srv_ent *ent, const struct srv_req *r,
+			    int *err)
 {
 	struct srv_queue *q = ent->queue;
 	struct io_uring_sqe *sqe;
@@ -74,7 +90,8 @@ static bool zero_copy_take_request(struct srv_ent *ent,
 	 * hint: one SQE (queue_sqe(q)) on the backing file (the fh of the
 	 *       request's fuse_read_in or fuse_write_in, in r->arg): a READ
 	 *       reads into the fixed buffer, a WRITE writes from it. The
-	 *       buffer's index is the entry's id; the address is an offset
+	 *       buffer's index is the entry's slot, zero_copy_slot(ent) (its
+	 *       id, in the v2 series); the address is an offset
 	 *       into that buffer, where the request's data starts at 0; the
 	 *       length and the file offset are the request's. liburing has
 	 *       io_uring_prep_read_fixed() and io_uring_prep_write_fixed().
@@ -90,13 +107,13 @@ static bool zero_copy_take_request(struct srv_ent *ent,
 
 		sqe = queue_sqe(q);
 		io_uring_prep_read_fixed(sqe, (int)in->fh, NULL, in->size,
-					 in->offset, (int)ent->id);
+					 in->offset, zero_copy_slot(ent));
 	} else if (r->in->opcode == FUSE_WRITE && ent->req.payload) {
 		const struct fuse_write_in *in = r->arg;
 
 		sqe = queue_sqe(q);
 		io_uring_prep_write_fixed(sqe, (int)in->fh, NULL, in->size,
-					  in->offset, (int)ent->id);
+					  in->offset, zero_copy_slot(ent));
 	} else {
 		/* only READ and WRITE are marked; a WRITE has a reply buffer */
 		*err = -EPROTO;
@@ -195,7 +212,7 @@ static void zero_copy_commit(struct srv_ent *ent, int res)
  * moved less than it was asked to, or failed. res is the bytes moved or
  * -errno. Reply as pread()/pwrite() would have.
  */
-static void zero_copy_io_done(struct srv_ent *ent, int res)
+void zero_copy_io_done(struct srv_ent *ent, int res)
 {
 	struct srv_queue *q = ent->queue;
 
@@ -212,6 +229,7 @@ static void zero_copy_io_done(struct srv_ent *ent, int res)
 /* the buffer ring's hooks, and the fixed-buffer steps */
 const struct srv_mode_ops zero_copy_ops = {
 	.init_needs = FUSE_HAS_URING_BUFRING,
+	.kernel = "FUSE_HAS_URING_BUFRING (Linux 7.2 with the v2 series, kernel-patches/)",
 	.register_flags = bufring_register_flags,
 	.ent_init = bufring_ent_init,
 	.ring_init = zero_copy_ring_init,

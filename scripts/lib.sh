@@ -10,27 +10,58 @@ BUILD=$TOP/build
 # the same machine reuses them.
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/fuse-io-uring-lab
 
-# The kernel everything is built on: Debian's linux-source-7.2 package, pinned
-# to one exact version and checksum. When Debian stops serving this version,
-# `apt-cache policy linux-source-7.2` (after `make deps` added the suites) lists
-# what it serves: change both lines to one of those, run `make kernel`, and
-# check the series still applies (`make patches-check`).
-KERNEL_DEB_VERSION=7.2.12-1~bpo13+1
-KERNEL_DEB_SHA256=73ca6c22599ba411ab3179642d33501ca2c90174e13c3c8d86e996ea1cbf2a8f
-KERNEL_DEB=$CACHE/downloads/linux-source-7.2_${KERNEL_DEB_VERSION}_all.deb
+# The two kernels, each Debian's linux-source-X.Y package pinned to one exact
+# version and checksum:
+#   7.2  the default: the tree the v2 series in kernel-patches/ applies to
+#        (buffer rings, pinned headers and buffers, zero-copy; not merged)
+#   7.3  what upstream merged instead: the per-queue buffer pool, stock,
+#        with kernel-patches-7.3/ on top (fixes of 7.3 itself, if any)
+# KERNEL=7.3 picks the second for every entry point alike: make kernel,
+# make headers, vm/run, scripts/check. When Debian stops serving a version,
+# `apt-cache policy linux-source-X.Y` (after `make deps` added the suites)
+# lists what it serves: change both lines to one of those, run `make
+# kernel`, and check the series still applies (`make patches-check`).
+KERNELS="7.2 7.3"
+KERNEL=${KERNEL:-7.2}
+kernel_pin() {	# kernel_pin X.Y: set KERNEL_DEB_VERSION, KERNEL_DEB_SHA256
+	case "$1" in
+	7.2)
+		KERNEL_DEB_VERSION=7.2.12-1~bpo13+1
+		KERNEL_DEB_SHA256=73ca6c22599ba411ab3179642d33501ca2c90174e13c3c8d86e996ea1cbf2a8f
+		;;
+	7.3)
+		KERNEL_DEB_VERSION=7.3.4-1~bpo13+1
+		KERNEL_DEB_SHA256=703e369ddd4cce971452f5a593ee55df3a5c10c83caf0fa0df039633ed181ee3
+		;;
+	*) return 1 ;;
+	esac
+}
+kernel_deb() { echo "$CACHE/downloads/linux-source-${1}_${KERNEL_DEB_VERSION}_all.deb"; }
+kernel_pin "$KERNEL" || { printf '%s: error: KERNEL is 7.2 or 7.3, not "%s"\n' "${0##*/}" "$KERNEL" >&2; exit 1; }
+KERNEL_DEB=$(kernel_deb "$KERNEL")
 
 # The kernel tree (a git repository, tag `base` = pristine Debian source) and
-# the build folders, one per flavour, so a debug kernel never dirties the
-# normal one. LINUX can point at a clone of build/linux (with FLAVOR naming
-# its own build folder) to develop the series without disturbing the tree
-# that `make check` builds. LINUX and KOBJ together name another tree and
-# its build folder: the kernel exercise's (scripts/exercise), which
-# `scripts/kernel compile` builds and vm/run boots.
-LINUX=${LINUX:-$BUILD/linux}
+# the build folders, one per kernel and flavour, so a debug kernel never
+# dirties the normal one, nor 7.3 the 7.2 one. The 7.2 paths keep their
+# names (build/linux, build/obj/normal, build/headers). LINUX can point at a
+# clone of build/linux (with FLAVOR naming its own build folder) to develop
+# the series without disturbing the tree that `make check` builds. LINUX and
+# KOBJ together name another tree and its build folder: the kernel
+# exercise's (scripts/exercise), which `scripts/kernel compile` builds and
+# vm/run boots.
 FLAVOR=${FLAVOR:-normal}
-KOBJ=${KOBJ:-$BUILD/obj/$FLAVOR}
+if [ "$KERNEL" = 7.2 ]; then
+	PATCHES=$TOP/kernel-patches
+	LINUX=${LINUX:-$BUILD/linux}
+	KOBJ=${KOBJ:-$BUILD/obj/$FLAVOR}
+	HEADERS=$BUILD/headers
+else
+	PATCHES=$TOP/kernel-patches-$KERNEL
+	LINUX=${LINUX:-$BUILD/linux-$KERNEL}
+	KOBJ=${KOBJ:-$BUILD/obj/$KERNEL-$FLAVOR}
+	HEADERS=$BUILD/headers-$KERNEL
+fi
 BZIMAGE=$KOBJ/arch/x86/boot/bzImage
-HEADERS=$BUILD/headers
 HEADERS_STOCK=$BUILD/headers-stock	# 7.2 as released: the iovec rung
 
 # Messages: one line saying what is wrong and what to run. `step` narrates

@@ -522,7 +522,7 @@ static void test_options(void)
 	result("options_defaults",
 	       !ret && o.queue_depth == SRV_DEFAULT_QUEUE_DEPTH &&
 	       o.payload_size == SRV_DEFAULT_PAYLOAD_SIZE &&
-	       o.mode == SRV_MODE_IOVEC && !o.foreground && !o.trace &&
+	       o.mode == SRV_MODE_AUTO && !o.foreground && !o.trace &&
 	       !strcmp(o.backing_dir, "/b") && !strcmp(o.mountpoint, "/m"),
 	       "ret=%d err=%s", ret, err);
 
@@ -577,14 +577,17 @@ static void test_options(void)
 	EXPECT_INT("options_nbufs_65536_rejected", -EINVAL, ret);
 	ret = parse(&o, err, "--mode=bufring", "--nbufs=two", "/b", "/m", NULL);
 	EXPECT_INT("options_nbufs_garbage_rejected", -EINVAL, ret);
+	/* --mode=auto keeps --nbufs for the mode FUSE_INIT picks */
 	ret = parse(&o, err, "--nbufs=4", "/b", "/m", NULL);
-	result("options_nbufs_needs_bufring",
-	       ret == -EINVAL && strstr(err, "--nbufs needs --mode=bufring"),
+	result("options_nbufs_kept_for_auto", !ret && o.nbufs == 4,
 	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "--mode=iovec", "--nbufs=4", "/b", "/m", NULL);
-	EXPECT_INT("options_nbufs_with_iovec_rejected", -EINVAL, ret);
+	result("options_nbufs_with_iovec_rejected",
+	       ret == -EINVAL && strstr(err, "--nbufs needs --mode=bufring, "
+					 "--mode=pool"),
+	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "/b", "/m", NULL);
-	EXPECT_INT("options_iovec_nbufs_unset", 0, o.nbufs);
+	EXPECT_INT("options_auto_nbufs_unset", 0, o.nbufs);
 
 	/* the payload memory a queue allocates, per mode */
 	ret = parse(&o, err, "--queue-depth=8", "--payload-size=128K", "/b",
@@ -612,8 +615,9 @@ static void test_options(void)
 	ret = parse(&o, err, "--mode=turbo", "/b", "/m", NULL);
 	result("options_mode_unknown_rejected",
 	       ret == -EINVAL && strstr(err, "unknown --mode 'turbo'") &&
-	       strstr(err, "supported: iovec, bufring, pinned-headers, "
-		      "pinned-buffers, zero-copy"),
+	       strstr(err, "supported: auto, iovec, bufring, pinned-headers, "
+		      "pinned-buffers, zero-copy, pool, pool-fixed, "
+		      "pool-zero-copy"),
 	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "--frobnicate", "/b", "/m", NULL);
 	result("options_unknown_option_named",
@@ -632,6 +636,190 @@ static void test_options(void)
 }
 
 /* ---- the mode ladder, pinned memory, capabilities ----------------------- */
+
+/*
+ * Linux 7.3's pool (pool.c) and --mode=auto. The INIT bits are written out
+ * here, not taken from a header: each design's header names only its own
+ * (FUSE_HAS_URING_BUFRING is bit 63 in the v2 series' uapi,
+ * FUSE_HAS_IO_URING_BUFPOOL bit 43 in 7.3's).
+ */
+#define V2_BUFRING_BIT (1ULL << 63)
+#define POOL_BIT (1ULL << 43)
+
+static void test_pool_and_auto(void)
+{
+	static const struct {
+		const char *what;
+		uint64_t offered;
+		enum srv_mode mode;
+	} picks[] = {
+		{ "stock_7_2", FUSE_OVER_IO_URING, SRV_MODE_IOVEC },
+		{ "v2_series", FUSE_OVER_IO_URING | V2_BUFRING_BIT,
+		  SRV_MODE_BUFRING },
+		{ "linux_7_3", FUSE_OVER_IO_URING | POOL_BIT, SRV_MODE_POOL },
+		{ "both", FUSE_OVER_IO_URING | POOL_BIT | V2_BUFRING_BIT,
+		  SRV_MODE_POOL },
+	};
+	struct srv_opts o;
+	char err[256], name[64];
+	int ret;
+
+	for (size_t i = 0; i < sizeof(picks) / sizeof(picks[0]); i++) {
+		ret = parse(&o, err, "--queue-depth=4", "/b", "/m", NULL);
+		ret = ret ? ret : mode_pick(&o, picks[i].offered);
+		snprintf(name, sizeof(name), "auto_picks_%s_on_%s",
+			 mode_name(picks[i].mode), picks[i].what);
+		result(name, !ret && o.mode == picks[i].mode &&
+		       o.nbufs == (picks[i].mode == SRV_MODE_IOVEC ? 0 : 4),
+		       "ret=%d mode=%s nbufs=%u", ret, mode_name(o.mode),
+		       o.nbufs);
+	}
+	ret = parse(&o, err, "--nbufs=2", "/b", "/m", NULL);
+	ret = ret ? ret : mode_pick(&o, FUSE_OVER_IO_URING | POOL_BIT);
+	result("auto_keeps_nbufs", !ret && o.mode == SRV_MODE_POOL &&
+	       o.nbufs == 2 && opts_queue_payload_bytes(&o) ==
+	       2 * SRV_DEFAULT_PAYLOAD_SIZE, "ret=%d nbufs=%u", ret, o.nbufs);
+	result("offered_kernel_names_7_3",
+	       strstr(mode_offered_kernel(FUSE_OVER_IO_URING | POOL_BIT),
+		      "FUSE_HAS_IO_URING_BUFPOOL (Linux 7.3") != NULL,
+	       "%s", mode_offered_kernel(FUSE_OVER_IO_URING | POOL_BIT));
+	result("offered_kernel_names_v2",
+	       strstr(mode_offered_kernel(FUSE_OVER_IO_URING | V2_BUFRING_BIT),
+		      "FUSE_HAS_URING_BUFRING (Linux 7.2 with the v2") != NULL,
+	       "%s", mode_offered_kernel(FUSE_OVER_IO_URING | V2_BUFRING_BIT));
+	result("pool_needs_the_pool_bit",
+	       mode_ops(SRV_MODE_POOL)->init_needs == POOL_BIT &&
+	       mode_ops(SRV_MODE_POOL_FIXED)->init_needs == POOL_BIT &&
+	       mode_ops(SRV_MODE_BUFRING)->init_needs == V2_BUFRING_BIT,
+	       "pool %#llx, bufring %#llx",
+	       (unsigned long long)mode_ops(SRV_MODE_POOL)->init_needs,
+	       (unsigned long long)mode_ops(SRV_MODE_BUFRING)->init_needs);
+
+	/* the 7.3 ladder */
+	ret = parse(&o, err, "--mode=pool", "--nbufs=3", "/b", "/m", NULL);
+	result("mode_pool_parses", !ret && o.mode == SRV_MODE_POOL &&
+	       mode_uses_pool(o.mode) && !mode_uses_bufring(o.mode) &&
+	       opts_payload_bufs(&o) == 3 && !mode_pins_buffers(o.mode) &&
+	       mode_register_flags(o.mode) == 0, "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=pool-fixed", "/b", "/m", NULL);
+	result("mode_pool_fixed_pins_its_pool",
+	       !ret && mode_pins_buffers(o.mode) && !mode_pins_headers(o.mode) &&
+	       !mode_zero_copy(o.mode) && o.nbufs == SRV_DEFAULT_QUEUE_DEPTH,
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=pool-zero-copy", "--unlinked", "/b", "/m",
+		    NULL);
+	result("mode_pool_zero_copy_parses",
+	       !ret && mode_zero_copy(o.mode) && mode_uses_pool(o.mode) &&
+	       o.unlinked, "ret=%d err=%s", ret, err);
+	result("init_offered_ignores_flags2_before_7_36",
+	       init_offered(&(struct fuse_init_in){
+		       .major = 7, .minor = 35, .flags = FUSE_INIT_EXT,
+		       .flags2 = (uint32_t)(POOL_BIT >> 32) }) == FUSE_INIT_EXT &&
+	       init_offered(&(struct fuse_init_in){
+		       .major = 7, .minor = 46, .flags = FUSE_INIT_EXT,
+		       .flags2 = (uint32_t)(POOL_BIT >> 32) }) ==
+	       (FUSE_INIT_EXT | POOL_BIT), "wrong");
+}
+
+/*
+ * pool.c's find_payload: the payload at pool + ent_in_out.offset. This
+ * file sees the header through the v2 uapi, whose bytes 20-23 of
+ * ent_in_out are buf_id and padding; 7.3's offset is the same four bytes.
+ */
+static void set_pool_offset(struct fuse_uring_req_header *h, uint32_t off)
+{
+	memcpy((char *)&h->ring_ent_in_out + 20, &off, sizeof(off));
+}
+
+static void test_pool_payload(void)
+{
+	static struct fuse_uring_req_header h;
+	static char pool[4 * 8192];
+	struct fuse_in_header *in = (void *)h.in_out;
+	struct srv_opts o = { .mode = SRV_MODE_POOL, .queue_depth = 2,
+			      .payload_size = 8192, .nbufs = 4 };
+	struct srv_session s = { .opts = &o };
+	struct srv_queue q = { .s = &s, .payload_mem = pool,
+			       .payload_mem_size = sizeof(pool) };
+	struct srv_ent ent = { .queue = &q, .header = &h };
+	int ret;
+
+	in->opcode = FUSE_READ;		/* its reply has data: a buffer */
+	set_pool_offset(&h, 2 * 8192);
+	ret = pool_ops.find_payload(&ent);
+	result("pool_payload_at_offset", !ret && ent.req.payload == pool + 16384 &&
+	       ent.req.buf == 2, "ret=%d buf=%d", ret, ent.req.buf);
+	set_pool_offset(&h, 8192 + 4096);
+	ret = pool_ops.find_payload(&ent);
+	result("pool_offset_inside_a_buffer_refused", ret == -EPROTO &&
+	       !ent.req.payload, "ret=%d", ret);
+	set_pool_offset(&h, 4 * 8192);
+	ret = pool_ops.find_payload(&ent);
+	EXPECT_INT("pool_offset_past_the_pool_refused", -EPROTO, ret);
+	in->opcode = FUSE_FLUSH;	/* nothing to copy: no buffer, offset 0 */
+	set_pool_offset(&h, 0);
+	ret = pool_ops.find_payload(&ent);
+	result("pool_no_buffer_without_payload", !ret && !ent.req.payload &&
+	       ent.req.buf == -1, "ret=%d", ret);
+	in->opcode = FUSE_READ;
+	h.ring_ent_in_out.flags = FUSE_URING_ENT_ZERO_COPY;
+	ret = pool_ops.find_payload(&ent);
+	result("pool_zero_copied_read_has_no_buffer", !ret && !ent.req.payload,
+	       "ret=%d", ret);
+	in->opcode = FUSE_WRITE;
+	set_pool_offset(&h, 8192);
+	ret = pool_ops.find_payload(&ent);
+	result("pool_zero_copied_write_has_its_reply_buffer",
+	       !ret && ent.req.payload == pool + 8192, "ret=%d", ret);
+}
+
+/*
+ * pool-zero-copy opts in per file: FOPEN_IO_URING_ZERO_COPY (7.3's 1 << 8,
+ * which the v2 header this file sees does not name) in the OPEN and
+ * CREATE replies, and in no other. Its fixed operations use the slot
+ * its REGISTER reserved, 1 + id; v2's use the id.
+ */
+#define POOL_FOPEN_ZERO_COPY (1U << 8)
+
+static void test_pool_zero_copy_open(void)
+{
+	static struct fuse_in_header in;
+	static char out[256];
+	struct srv_req r = { .in = &in, .out = out, .out_size = sizeof(out) };
+	struct fuse_open_out *oo = (void *)out;
+	struct fuse_open_out *co = (void *)(out + sizeof(struct fuse_entry_out));
+
+	in.opcode = FUSE_OPEN;
+	r.out_len = sizeof(*oo);
+	oo->open_flags = FOPEN_KEEP_CACHE;
+	pool_zero_copy_ops.reply_ready(NULL, &r);
+	result("pool_zero_copy_open_reply_opts_in",
+	       oo->open_flags == (FOPEN_KEEP_CACHE | POOL_FOPEN_ZERO_COPY),
+	       "open_flags %#x", oo->open_flags);
+	memset(out, 0, sizeof(out));
+	in.opcode = FUSE_CREATE;
+	r.out_len = sizeof(struct fuse_entry_out) + sizeof(*co);
+	pool_zero_copy_ops.reply_ready(NULL, &r);
+	result("pool_zero_copy_create_reply_opts_in",
+	       co->open_flags == POOL_FOPEN_ZERO_COPY &&
+	       ((struct fuse_entry_out *)out)->nodeid == 0,
+	       "open_flags %#x", co->open_flags);
+	memset(out, 0, sizeof(out));
+	in.opcode = FUSE_GETATTR;
+	r.out_len = sizeof(struct fuse_attr_out);
+	pool_zero_copy_ops.reply_ready(NULL, &r);
+	result("pool_zero_copy_leaves_other_replies", out[0] == 0 &&
+	       oo->open_flags == 0, "changed");
+	in.opcode = FUSE_OPEN;
+	r.out_len = 4;	/* shorter than fuse_open_out: not touched */
+	pool_zero_copy_ops.reply_ready(NULL, &r);
+	result("pool_zero_copy_leaves_a_short_reply", oo->open_flags == 0,
+	       "changed");
+	result("zero_copy_slots_v2_at_id_7_3_after_the_pool",
+	       zero_copy_ops.zero_copy_slot0 == 0 &&
+	       pool_zero_copy_ops.zero_copy_slot0 == 1, "v2 %u, 7.3 %u",
+	       zero_copy_ops.zero_copy_slot0, pool_zero_copy_ops.zero_copy_slot0);
+}
 
 static void test_modes(void)
 {
@@ -695,6 +883,9 @@ static void test_modes(void)
 	result("options_fallback_needs_zero_copy",
 	       ret == -EINVAL && strstr(err, "--fallback needs --mode=zero-copy"),
 	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=pool-fixed", "--fallback", "/b", "/m",
+		    NULL);
+	EXPECT_INT("options_fallback_not_with_pool_fixed", -EINVAL, ret);
 
 	ret = parse(&o, err, "--mode=zero-copy", "/b", "/m", NULL);
 	result("options_zero_copy_links_by_default", !ret && !o.unlinked,
@@ -1400,6 +1591,9 @@ int main(void)
 	test_init();
 	test_options();
 	test_modes();
+	test_pool_and_auto();
+	test_pool_payload();
+	test_pool_zero_copy_open();
 	test_pinned_bytes();
 	test_cpu_list();
 	test_handlers();
