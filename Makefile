@@ -122,6 +122,10 @@ exercise-check: headers
 	@test -n "$(LAB)" || { echo "make exercise-check LAB=NN" >&2; exit 2; }
 	@scripts/exercise check $(LAB)
 
+# This one speaks Linux 7.3's pool uapi (tests/guest/7.3/22-pool-errors.sh).
+$(BUILD)/tests/pool-errors: CFLAGS += -I$(BUILD)/headers-7.3/include -Itests
+$(BUILD)/tests/pool-errors: $(BUILD)/headers-7.3/include/linux/fuse.h tests/unit.h
+
 # The io_uring primer's program speaks stock 7.2's protocol only.
 $(BUILD)/tests/first-request: CFLAGS += -I$(BUILD)/headers-stock/include
 $(BUILD)/tests/first-request: $(BUILD)/headers-stock/include/linux/fuse.h

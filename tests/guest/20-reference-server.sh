@@ -44,20 +44,27 @@ echo 1 >"$PARAM"
 check_fails_with "queue memory that cannot be allocated fails before mounting" \
 	"allocate queue memory: Cannot allocate memory" \
 	env ASAN_OPTIONS=allocator_may_return_null=1 \
-	"$SRV" --foreground --queue-depth=1024 --payload-size=16M "$B" "$M"
+	"$SRV" --foreground --mode=iovec --queue-depth=1024 --payload-size=16M "$B" "$M"
 check_eq "no mount left after the memory failure" "none" "$(mount_type "$M")"
+# --mode=auto builds the queues once FUSE_INIT named the kernel, after the
+# mount but before the reply: the reply refuses the connection instead.
+check_fails_with "--mode=auto: queue memory that cannot be allocated fails the start" \
+	"allocate queue memory: Cannot allocate memory" \
+	env ASAN_OPTIONS=allocator_may_return_null=1 \
+	"$SRV" --foreground --queue-depth=1024 --payload-size=16M "$B" "$M"
+check_eq "--mode=auto: no mount left after the memory failure" "none" "$(mount_type "$M")"
 
 check_fails_with "server rejects an unknown --mode" "unknown --mode 'turbo'" \
 	"$SRV" --mode=turbo "$B" "$M"
 # REFSRV_MODES: what a build with fewer rungs knows (tests/guest/26)
 check_fails_with "an unknown --mode names the modes built in" \
-	"supported: ${REFSRV_MODES:-iovec, bufring, pinned-headers, pinned-buffers, zero-copy})" \
+	"supported: ${REFSRV_MODES:-auto, iovec, bufring, pinned-headers, pinned-buffers, zero-copy, pool, pool-fixed, pool-zero-copy})" \
 	"$SRV" --mode=turbo "$B" "$M"
 
 # ---- first mount, with --trace ------------------------------------------------
 
 LOG=$W/server.log
-if ! refsrv_start "$LOG" --trace --verbose --allow-other; then
+if ! refsrv_start "$LOG" --mode=iovec --trace --verbose --allow-other; then
 	fail "server mounts $B on $M" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
 	exit 1
 fi
@@ -407,6 +414,13 @@ fi
 
 if "$SRV" "$B" "$M" 2>"$W/server-daemon.log"; then
 	check_eq "daemon mode returns 0 with the mount ready" "fuse.fuse-uring-server" "$(mount_type "$M")"
+	# no --mode: auto, the best this build has of what the kernel offers
+	case "${REFSRV_MODES:-}" in
+	"auto, iovec") want="FUSE over io_uring (stock Linux 7.2 or later): mode iovec" ;;
+	*) want="FUSE_HAS_URING_BUFRING (Linux 7.2 with the v2 series, kernel-patches/): mode bufring" ;;
+	esac
+	check_eq "--mode=auto on the v2 series says what it picked" "1" \
+		"$(grep -cF -- "--mode=auto: the kernel offers $want" "$W/server-daemon.log")"
 	echo daemon >"$M/d"
 	check_eq "daemon serves requests" "daemon" "$(cat "$M/d")"
 	check "umount the daemon's mount" umount "$M"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Description: the reference server in bufring mode (--mode=bufring, on the
-# buffer-ring patch): it refuses --nbufs without bufring, registers one
+# buffer-ring patch): it refuses --nbufs in iovec mode, registers one
 # headers region and one payload region per queue, passes a coreutils round
 # trip, lends a buffer only to requests with payload (--trace: buf=N in
 # range, buf=- for FLUSH, FSYNC, RELEASE, RELEASEDIR), passes fio
@@ -63,8 +63,9 @@ buf_kinds() {
 
 # ---- refusals: one clear message, nothing mounted ----------------------------
 
-check_fails_with "--nbufs without --mode=bufring is refused" \
-	"--nbufs needs --mode=bufring" "$SRV" --foreground --nbufs=2 "$B" "$M"
+check_fails_with "--nbufs with --mode=iovec is refused" \
+	"--nbufs needs --mode=bufring, --mode=pool or a mode above them" \
+	"$SRV" --foreground --mode=iovec --nbufs=2 "$B" "$M"
 check_fails_with "--nbufs=0 is refused" "--nbufs must be 1..65535" \
 	"$SRV" --foreground --mode=bufring --nbufs=0 "$B" "$M"
 check_eq "no mount left after the refusals" "none" "$(mount_type "$M")"

@@ -28,8 +28,8 @@ check_fails_with "iovec,bufring build refuses --mode=zero-copy" \
 	"--mode=zero-copy is not built into this server (make MODES=...; supported: iovec, bufring, pinned-headers, pinned-buffers)" \
 	"$BUFRING" --foreground --mode=zero-copy /tmp /mnt
 
-LAB_CHECK_PREFIX="iovec-only build: " REFSRV=$IOVEC REFSRV_MODES="iovec" \
+LAB_CHECK_PREFIX="iovec-only build: " REFSRV=$IOVEC REFSRV_MODES="auto, iovec" \
 	sh tests/guest/20-reference-server.sh
 LAB_CHECK_PREFIX="iovec,bufring build: " REFSRV=$BUFRING \
-	REFSRV_MODES="iovec, bufring, pinned-headers, pinned-buffers" \
+	REFSRV_MODES="auto, iovec, bufring, pinned-headers, pinned-buffers" \
 	sh tests/guest/21-bufring.sh

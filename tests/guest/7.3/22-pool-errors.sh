@@ -1,0 +1,28 @@
+#!/bin/sh
+# Description: Linux 7.3's buffer-pool uapi refuses what it must, each with
+# the errno 7.3's fs/fuse/dev_uring.c gives (tests/pool-errors.c, one mount
+# per case that needs one): ADD_QUEUE past the last queue, with an unknown
+# flag, or again (EEXIST, also after a REGISTER made the queue); ADD_BUFPOOL
+# before ADD_QUEUE, shorter than one buffer, with bufpool.reserved set, twice,
+# or after a per-entry REGISTER; a REGISTER that names a payload on a pool
+# queue, lacks the fixed flag on a fixed pool, or names a zero-copy slot on
+# a queue without zero-copy; a COMMIT_AND_FETCH without the fixed flag, or
+# with another fixed buffer's index, on a fixed pool, after which the right
+# commit still answers the request.
+. "$LAB_TOP/tests/lib.sh"
+cd "$LAB_TOP" || exit 1
+
+PROG=$LAB_TOP/build/tests/pool-errors
+W=/tmp/pool-errors		# tmpfs in the guest
+program_setup "pool uapi" "$PROG" "$W"
+echo 1 >/sys/module/fuse/parameters/enable_uring
+
+OUT=$W/out.txt
+timeout 120 "$PROG" "$W/mnt" >"$OUT" 2>&1
+status=$?
+sed 's/^/# /' "$OUT"
+for name in $("$PROG" --list); do
+	program_result "pool uapi" "$name" "$OUT" "exit $status"
+done
+check_eq "pool uapi: nothing left mounted" "" \
+	"$(awk -v m="$W/mnt" '$2 == m' /proc/mounts)"

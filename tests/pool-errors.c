@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * tests/pool-errors.c: what Linux 7.3 refuses in its buffer-pool uapi, each
+ * case with the errno 7.3's fs/fuse/dev_uring.c returns, on a mount of its
+ * own (a refused REGISTER switches io_uring off for the whole connection:
+ * fuse_uring_cmd() sets fch->io_uring = 0). Built against 7.3's uapi
+ * (build/headers-7.3); tests/guest/7.3/22-pool-errors.sh runs it.
+ *
+ *   pool-errors MOUNTPOINT   (as root, with enable_uring set)
+ *   pool-errors --list       the names of the cases
+ *
+ * Prints "ok NAME" or "not ok NAME: why" per case (tests/unit.h).
+ */
+#include <linux/fuse.h>
+#include <liburing.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#ifndef FUSE_HAS_IO_URING_BUFPOOL
+#error "pool-errors.c needs Linux 7.3's linux/fuse.h (build/headers-7.3)"
+#endif
+
+#define MAX_QUEUES 64
+#define PAYLOAD (64 * 1024)	/* max_write: one pool buffer */
+#define NBUFS 2
+#define DEPTH 2			/* entries per queue */
+
+static const char *mnt;
+static int nq;
+
+/* One connection: /dev/fuse, its mount, a ring, the queues' memory. */
+struct conn {
+	int fd;
+	struct io_uring ring;
+	struct fuse_uring_req_header hdr[MAX_QUEUES][DEPTH];
+	struct iovec iov[MAX_QUEUES][DEPTH][2];
+	char *pool[MAX_QUEUES];
+};
+
+static struct conn c;
+static char rdbuf[PAYLOAD + 4096];
+
+/* every case, in the order they run (--list) */
+static const char *const cases[] = {
+	"add_queue_past_the_last_qid_einval",
+	"add_queue_unknown_flag_einval",
+	"add_bufpool_before_add_queue_einval",
+	"add_queue_completes_at_once",
+	"add_queue_twice_eexist",
+	"add_bufpool_shorter_than_a_buffer_einval",
+	"add_bufpool_reserved_set_einval",
+	"add_bufpool_completes_at_once",
+	"add_bufpool_twice_einval",
+	"per_entry_register_on_a_new_qid_parks",
+	"add_queue_after_register_eexist",
+	"add_bufpool_after_per_entry_register_einval",
+	"register_with_a_payload_on_a_pool_einval",
+	"register_without_fixed_on_a_fixed_pool_einval",
+	"register_zero_copy_slot_without_zero_copy_einval",
+	"fixed_pools_on_every_queue",
+	"getattr_arrives_in_a_pool_buffer",
+	"commit_without_fixed_on_a_fixed_pool_einval",
+	"commit_with_another_buffer_index_einval",
+	"commit_with_the_pools_flag_and_index_parks",
+	"stat_answered_after_the_refused_commits",
+};
+
+static _Noreturn void die(const char *what)
+{
+	perror(what);
+	exit(2);
+}
+
+static int possible_cpus(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	int lo, hi, n = 0, ch = ',';
+
+	while (f && ch == ',' && fscanf(f, "%d", &lo) == 1) {
+		hi = lo;
+		if ((ch = fgetc(f)) == '-' && fscanf(f, "%d", &hi) == 1)
+			ch = fgetc(f);
+		n += hi - lo + 1;
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * Mount, answer FUSE_INIT with FUSE_OVER_IO_URING, and make a ring whose
+ * fixed-buffer table has the pool of each queue at slot qid and a free
+ * slot per entry after them. Every case starts here.
+ */
+static void conn_open(void)
+{
+	struct fuse_in_header *rd = (void *)rdbuf;
+	struct {
+		struct fuse_out_header h;
+		struct fuse_init_out i;
+	} init = { 0 };
+	char opts[128];
+
+	memset(&c, 0, sizeof(c));
+	c.fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (c.fd < 0)
+		die("/dev/fuse");
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0",
+		 c.fd);
+	if (mount("pool-errors", mnt, "fuse.pool-errors", 0, opts) < 0)
+		die("mount");
+	if (read(c.fd, rdbuf, sizeof(rdbuf)) < 0 || rd->opcode != FUSE_INIT)
+		die("read FUSE_INIT");
+	init.h = (struct fuse_out_header){ sizeof(init), 0, rd->unique };
+	init.i.major = FUSE_KERNEL_VERSION;
+	init.i.minor = FUSE_KERNEL_MINOR_VERSION;
+	init.i.flags = FUSE_INIT_EXT | FUSE_MAX_PAGES;
+	init.i.flags2 = FUSE_OVER_IO_URING >> 32;
+	init.i.max_write = PAYLOAD;
+	init.i.max_pages = PAYLOAD / 4096;
+	if (write(c.fd, &init, sizeof(init)) != sizeof(init))
+		die("write FUSE_INIT reply");
+	if (io_uring_queue_init(64, &c.ring, IORING_SETUP_SQE128) < 0)
+		die("io_uring_queue_init");
+	if (io_uring_register_buffers_sparse(&c.ring, nq + nq * DEPTH) < 0)
+		die("io_uring_register_buffers_sparse");
+	for (int q = 0; q < nq; q++) {
+		struct iovec pool;
+
+		c.pool[q] = mmap(NULL, NBUFS * PAYLOAD, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c.pool[q] == MAP_FAILED)
+			die("mmap");
+		pool = (struct iovec){ c.pool[q], NBUFS * PAYLOAD };
+		if (io_uring_register_buffers_update_tag(&c.ring, q, &pool,
+							 NULL, 1) < 0)
+			die("io_uring_register_buffers_update_tag");
+		for (int e = 0; e < DEPTH; e++) {
+			c.iov[q][e][0] = (struct iovec){ &c.hdr[q][e],
+							 sizeof(c.hdr[q][e]) };
+			c.iov[q][e][1] = (struct iovec){ NULL, 0 };
+		}
+	}
+}
+
+static void conn_close(void)
+{
+	umount2(mnt, MNT_DETACH);
+	io_uring_queue_exit(&c.ring);
+	close(c.fd);
+	for (int q = 0; q < nq; q++)
+		munmap(c.pool[q], NBUFS * PAYLOAD);
+}
+
+/* An SQE128 FUSE command; user_data = q * DEPTH + e. */
+static struct fuse_uring_cmd_req *cmd(struct io_uring_sqe **sqep,
+				      uint32_t op, int q, int e)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&c.ring);
+	struct fuse_uring_cmd_req *req;
+
+	if (!sqe)
+		die("io_uring_get_sqe");
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = c.fd;
+	sqe->cmd_op = op;
+	req = (void *)sqe->cmd;
+	req->qid = (uint16_t)q;
+	if (op == FUSE_IO_URING_CMD_REGISTER) {
+		sqe->addr = (uintptr_t)c.iov[q][e];
+		sqe->len = 2;
+	}
+	sqe->user_data = (uint64_t)(q * DEPTH + e);
+	*sqep = sqe;
+	return req;
+}
+
+static void fixed(struct io_uring_sqe *sqe, int q)
+{
+	sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+	sqe->buf_index = (uint16_t)q;
+}
+
+/*
+ * Submit what is queued and return the result of a command that completes
+ * at once, or 1 if it stayed queued (an accepted REGISTER or COMMIT waits
+ * for a request).
+ */
+static int run(void)
+{
+	struct io_uring_cqe *cqe;
+	int res;
+
+	if (io_uring_submit(&c.ring) < 0)
+		die("io_uring_submit");
+	if (io_uring_peek_cqe(&c.ring, &cqe))
+		return 1;
+	res = cqe->res;
+	io_uring_cqe_seen(&c.ring, cqe);
+	return res;
+}
+
+static int add_queue(int q, uint64_t flags)
+{
+	struct io_uring_sqe *sqe;
+
+	cmd(&sqe, FUSE_IO_URING_CMD_ADD_QUEUE, q, 0)->flags = flags;
+	return run();
+}
+
+static int add_bufpool(int q, uint32_t len, uint32_t reserved, bool fix)
+{
+	struct io_uring_sqe *sqe;
+	struct fuse_uring_cmd_req *req = cmd(&sqe, FUSE_IO_URING_CMD_ADD_BUFPOOL,
+					     q, 0);
+
+	req->bufpool.uaddr = (uintptr_t)c.pool[q];
+	req->bufpool.len = len;
+	req->bufpool.reserved = reserved;
+	if (fix)
+		fixed(sqe, q);
+	return run();
+}
+
+static int reg(int q, int e, bool fix, uint16_t zc_index)
+{
+	struct io_uring_sqe *sqe;
+
+	cmd(&sqe, FUSE_IO_URING_CMD_REGISTER, q, e)->ent_zero_copy_buf_index =
+		zc_index;
+	if (fix)
+		fixed(sqe, q);
+	return run();
+}
+
+static void expect(const char *name, int want, int got)
+{
+	result(name, want == got, "expected %d (%s), got %d (%s)", want,
+	       want > 0 ? "parked" : strerror(-want), got,
+	       got > 0 ? "parked" : strerror(-got));
+}
+
+/* Each queue: ADD_QUEUE, a fixed ADD_BUFPOOL, DEPTH fixed REGISTERs. */
+static int ready_fixed_pools(void)
+{
+	int err = 0;
+
+	for (int q = 0; q < nq && !err; q++) {
+		err = add_queue(q, 0);
+		err = err ? err : add_bufpool(q, NBUFS * PAYLOAD, 0, true);
+		for (int e = 0; e < DEPTH && !err; e++)
+			err = reg(q, e, true, 0) == 1 ? 0 : -EPROTO;
+	}
+	return err;
+}
+
+static void case_queue_commands(void)
+{
+	conn_open();
+	expect("add_queue_past_the_last_qid_einval", -EINVAL,
+	       add_queue(nq, 0));
+	expect("add_queue_unknown_flag_einval", -EINVAL,
+	       add_queue(0, 1 << 5));
+	expect("add_bufpool_before_add_queue_einval", -EINVAL,
+	       add_bufpool(0, NBUFS * PAYLOAD, 0, false));
+	expect("add_queue_completes_at_once", 0, add_queue(0, 0));
+	expect("add_queue_twice_eexist", -EEXIST,
+	       add_queue(0, 0));
+	expect("add_bufpool_shorter_than_a_buffer_einval",
+	       -EINVAL, add_bufpool(0, PAYLOAD - 1, 0, false));
+	expect("add_bufpool_reserved_set_einval", -EINVAL,
+	       add_bufpool(0, NBUFS * PAYLOAD, 1, false));
+	expect("add_bufpool_completes_at_once", 0,
+	       add_bufpool(0, NBUFS * PAYLOAD, 0, false));
+	expect("add_bufpool_twice_einval", -EINVAL,
+	       add_bufpool(0, NBUFS * PAYLOAD, 0, false));
+	conn_close();
+}
+
+static void case_add_queue_after_register(void)
+{
+	conn_open();
+	c.iov[0][0][1] = (struct iovec){ c.pool[0], PAYLOAD };	/* iovec mode */
+	expect("per_entry_register_on_a_new_qid_parks", 1, reg(0, 0, false, 0));
+	expect("add_queue_after_register_eexist", -EEXIST,
+	       add_queue(0, 0));
+	expect("add_bufpool_after_per_entry_register_einval", -EINVAL,
+	       add_bufpool(0, NBUFS * PAYLOAD, 0, false));
+	conn_close();
+}
+
+static void case_register_with_payload(void)
+{
+	conn_open();
+	add_queue(0, 0);
+	add_bufpool(0, NBUFS * PAYLOAD, 0, false);
+	c.iov[0][0][1] = (struct iovec){ c.pool[0], PAYLOAD };
+	expect("register_with_a_payload_on_a_pool_einval", -EINVAL,
+	       reg(0, 0, false, 0));
+	conn_close();
+}
+
+static void case_register_without_fixed(void)
+{
+	conn_open();
+	add_queue(0, 0);
+	add_bufpool(0, NBUFS * PAYLOAD, 0, true);
+	expect("register_without_fixed_on_a_fixed_pool_einval",
+	       -EINVAL, reg(0, 0, false, 0));
+	conn_close();
+}
+
+static void case_register_zero_copy_index(void)
+{
+	conn_open();
+	add_queue(0, 0);
+	add_bufpool(0, NBUFS * PAYLOAD, 0, false);
+	expect("register_zero_copy_slot_without_zero_copy_einval",
+	       -EINVAL, reg(0, 0, false, (uint16_t)nq));
+	conn_close();
+}
+
+/*
+ * A COMMIT on a fixed pool must carry the flag and the pool's index. A
+ * stat(2) of the mount sends one GETATTR; the commits that lack either are
+ * refused and leave the request where it was, so the right one still
+ * answers it.
+ */
+static void case_commit_fixed(void)
+{
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct fuse_uring_cmd_req *req;
+	struct fuse_uring_req_header *h;
+	struct fuse_in_header *in;
+	uint64_t commit_id, unique;
+	int q, e, status, err;
+	pid_t child;
+
+	conn_open();
+	err = ready_fixed_pools();
+	expect("fixed_pools_on_every_queue", 0, err);
+	if (err) {
+		conn_close();
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		struct stat st;
+
+		_exit(stat(mnt, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : 1);
+	}
+	if (io_uring_wait_cqe(&c.ring, &cqe) < 0 || cqe->res < 0)
+		die("the GETATTR's CQE");
+	q = (int)cqe->user_data / DEPTH;
+	e = (int)cqe->user_data % DEPTH;
+	io_uring_cqe_seen(&c.ring, cqe);
+	h = &c.hdr[q][e];
+	in = (void *)h->in_out;
+	unique = in->unique;
+	commit_id = h->ring_ent_in_out.commit_id;
+	result("getattr_arrives_in_a_pool_buffer",
+	       in->opcode == FUSE_GETATTR &&
+	       h->ring_ent_in_out.offset % PAYLOAD == 0 &&
+	       h->ring_ent_in_out.offset < NBUFS * PAYLOAD,
+	       "opcode %u offset %u", in->opcode, h->ring_ent_in_out.offset);
+
+	/* the reply: fuse_attr_out in the pool buffer, the header in the slot */
+	{
+		struct fuse_attr_out *attr = (void *)(c.pool[q] +
+						      h->ring_ent_in_out.offset);
+		struct fuse_out_header *out = (void *)h->in_out;
+
+		memset(attr, 0, sizeof(*attr));
+		attr->attr = (struct fuse_attr){ .ino = 1, .mode = S_IFDIR | 0755,
+						 .nlink = 2 };
+		*out = (struct fuse_out_header){ sizeof(*out) + sizeof(*attr), 0,
+						 unique };
+		h->ring_ent_in_out.payload_sz = sizeof(*attr);
+	}
+	req = cmd(&sqe, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, q, e);
+	req->commit_id = commit_id;
+	expect("commit_without_fixed_on_a_fixed_pool_einval",
+	       -EINVAL, run());
+	req = cmd(&sqe, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, q, e);
+	req->commit_id = commit_id;
+	fixed(sqe, q);
+	sqe->buf_index = (uint16_t)(q + 1);	/* not the pool's index */
+	expect("commit_with_another_buffer_index_einval",
+	       -EINVAL, run());
+	req = cmd(&sqe, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, q, e);
+	req->commit_id = commit_id;
+	fixed(sqe, q);
+	expect("commit_with_the_pools_flag_and_index_parks", 1,
+	       run());
+	waitpid(child, &status, 0);
+	result("stat_answered_after_the_refused_commits",
+	       WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x",
+	       status);
+	conn_close();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "--list")) {
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			printf("%s\n", cases[i]);
+		return 0;
+	}
+	if (argc != 2) {
+		fprintf(stderr, "usage: pool-errors MOUNTPOINT | --list\n");
+		return 2;
+	}
+	mnt = argv[1];
+	nq = possible_cpus();
+	if (nq < 1 || nq > MAX_QUEUES)
+		die("possible CPUs");
+	signal(SIGPIPE, SIG_IGN);
+	case_queue_commands();
+	case_add_queue_after_register();
+	case_register_with_payload();
+	case_register_without_fixed();
+	case_register_zero_copy_index();
+	case_commit_fixed();
+	return unit_exit_status();
+}
