@@ -99,6 +99,7 @@ bool zero_copy_take_request(struct srv_ent *ent, const struct srv_req *r,
 	 * read: docs/zero-copy.rst, "In the reference server"
 	 * stub: (void)q;
 	 * stub: (void)r;
+	 * stub: (void)zero_copy_slot;
 	 * stub: *err = -ENOSYS;
 	 * stub: return false;
 	 */
