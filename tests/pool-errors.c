@@ -15,6 +15,7 @@
 #include <liburing.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,10 @@ static const char *const cases[] = {
 	"commit_with_another_buffer_index_einval",
 	"commit_with_the_pools_flag_and_index_parks",
 	"stat_answered_after_the_refused_commits",
+	"zero_copy_queues_on_every_queue",
+	"zero_copied_read_reaches_the_server",
+	"zero_copy_abort_read_fails_econnaborted",
+	"zero_copy_abort_no_revocation_late_read_fixed_writes_the_callers_buffer",
 };
 
 static _Noreturn void die(const char *what)
@@ -411,6 +416,189 @@ static void case_commit_fixed(void)
 	conn_close();
 }
 
+/*
+ * ---- zero-copy and an abort --------------------------------------------
+ *
+ * What 7.3 does when the connection is aborted while the server holds a
+ * zero-copied READ: the teardown ends the request (the caller's read(2)
+ * fails with ECONNABORTED, fuse_uring_entry_teardown()) and leaves the
+ * caller's pages registered at the entry's slot of the server's ring:
+ * nothing unregisters or revokes them there. So a READ_FIXED the server
+ * issues afterwards still writes into memory the caller has had back, and
+ * may have reused, since its read(2) returned. The v2 series revokes the
+ * buffer at that point (tests/uapi-errors, zero-copy-abort-revokes-folios,
+ * on 7.2: the late READ_FIXED gets -EFAULT and no byte changes). This case
+ * records what 7.3 does; it fails if 7.3 ever stops doing it, which would
+ * mean the hole is closed and the book must say so.
+ */
+#define ZC_SIZE 65536		/* the caller's read: 16 pages */
+
+static char zc_buf[ZC_SIZE] __attribute__((aligned(4096)));
+static volatile int zc_stage;	/* 1 read returned, 2 buffer reused, 3 server done */
+static int zc_read_err, zc_changed;
+
+static void *zc_client(void *arg)
+{
+	char path[512];
+	int fd;
+
+	(void)arg;
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	fd = open(path, O_RDONLY);
+	zc_read_err = fd < 0 ? errno : 0;
+	if (fd >= 0 && pread(fd, zc_buf, ZC_SIZE, 0) < 0)
+		zc_read_err = errno;
+	/* like any caller: the buffer is its own again, and it reuses it */
+	memset(zc_buf, 'c', ZC_SIZE);
+	__atomic_store_n(&zc_stage, 2, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) < 3)
+		usleep(1000);
+	for (int i = 0; i < ZC_SIZE; i++)
+		zc_changed += zc_buf[i] != 'c';
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* Answer LOOKUP of "f", OPEN (direct I/O, zero-copy) and GETATTR; commit. */
+static void zc_serve(int q, int e)
+{
+	struct fuse_uring_req_header *h = &c.hdr[q][e];
+	struct fuse_in_header *in = (void *)h->in_out;
+	struct fuse_out_header *out = (void *)h->in_out;
+	char *buf = c.pool[q] + h->ring_ent_in_out.offset;
+	uint64_t unique = in->unique, commit_id = h->ring_ent_in_out.commit_id;
+	struct fuse_attr attr = { .ino = 2, .mode = S_IFREG | 0644, .nlink = 1,
+				  .size = ZC_SIZE, .blocks = ZC_SIZE / 512 };
+	struct io_uring_sqe *sqe;
+	size_t len = 0;
+	int err = 0;
+
+	if (in->opcode == FUSE_LOOKUP) {
+		struct fuse_entry_out *eo = (void *)buf;
+
+		memset(eo, 0, sizeof(*eo));
+		eo->nodeid = 2;
+		eo->attr = attr;
+		len = sizeof(*eo);
+	} else if (in->opcode == FUSE_OPEN) {
+		struct fuse_open_out *oo = (void *)buf;
+
+		memset(oo, 0, sizeof(*oo));
+		oo->fh = 1;
+		oo->open_flags = FOPEN_DIRECT_IO | FOPEN_IO_URING_ZERO_COPY;
+		len = sizeof(*oo);
+	} else if (in->opcode == FUSE_GETATTR) {
+		struct fuse_attr_out *ao = (void *)buf;
+
+		memset(ao, 0, sizeof(*ao));
+		ao->attr = in->nodeid == 1 ?
+			   (struct fuse_attr){ .ino = 1, .mode = S_IFDIR | 0755,
+					       .nlink = 2 } : attr;
+		len = sizeof(*ao);
+	} else {
+		err = -ENOSYS;
+	}
+	*out = (struct fuse_out_header){ (uint32_t)(sizeof(*out) + len), err,
+					 unique };
+	h->ring_ent_in_out.payload_sz = (uint32_t)len;
+	cmd(&sqe, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, q, e)->commit_id = commit_id;
+	fixed(sqe, q);
+	io_uring_submit(&c.ring);
+}
+
+/* The zero-copy slot of entry e of queue q: after the nq pools. */
+static int zc_slot(int q, int e)
+{
+	return nq + q * DEPTH + e;
+}
+
+static void case_zero_copy_abort(void)
+{
+	struct __kernel_timespec ts = { .tv_sec = 30 };
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	pthread_t client;
+	int held_q = -1, held_e = -1, late = 0, err = 0, memfd;
+	char pattern[ZC_SIZE];
+
+	for (int i = 0; i < ZC_SIZE; i++)
+		pattern[i] = (char)('a' + i % 26);
+	memfd = memfd_create("f", MFD_CLOEXEC);
+	if (memfd < 0 || pwrite(memfd, pattern, ZC_SIZE, 0) != ZC_SIZE)
+		die("memfd");
+	conn_open();
+	for (int q = 0; q < nq && !err; q++) {
+		err = add_queue(q, FUSE_URING_ZERO_COPY);
+		err = err ? err : add_bufpool(q, NBUFS * PAYLOAD, 0, true);
+		for (int e = 0; e < DEPTH && !err; e++)
+			err = reg(q, e, true, (uint16_t)zc_slot(q, e)) == 1 ?
+			      0 : -EPROTO;
+	}
+	expect("zero_copy_queues_on_every_queue", 0, err);
+	if (err) {
+		conn_close();
+		close(memfd);
+		return;
+	}
+	zc_stage = 0;
+	zc_changed = 0;
+	pthread_create(&client, NULL, zc_client, NULL);
+	/* serve LOOKUP and OPEN; hold the READ */
+	while (held_q < 0) {
+		if (io_uring_wait_cqe_timeout(&c.ring, &cqe, &ts) || cqe->res < 0)
+			break;
+		int q = (int)cqe->user_data / DEPTH, e = (int)cqe->user_data % DEPTH;
+		struct fuse_in_header *in = (void *)c.hdr[q][e].in_out;
+
+		io_uring_cqe_seen(&c.ring, cqe);
+		if (in->opcode == FUSE_READ &&
+		    (c.hdr[q][e].ring_ent_in_out.flags & FUSE_URING_ENT_ZERO_COPY)) {
+			held_q = q;
+			held_e = e;
+		} else {
+			zc_serve(q, e);
+		}
+	}
+	result("zero_copied_read_reaches_the_server", held_q >= 0,
+	       "no zero-copied READ arrived");
+	if (held_q >= 0) {
+		umount2(mnt, MNT_FORCE);	/* aborts; EBUSY: the file is open */
+		while (__atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) < 2)
+			usleep(1000);
+		sqe = io_uring_get_sqe(&c.ring);
+		io_uring_prep_read_fixed(sqe, memfd, NULL, ZC_SIZE, 0,
+					 zc_slot(held_q, held_e));
+		sqe->user_data = 0xfeed;
+		io_uring_submit(&c.ring);
+		/* the abort's own CQEs (-ENOTCONN) may come first */
+		while (!io_uring_wait_cqe_timeout(&c.ring, &cqe, &ts)) {
+			uint64_t ud = cqe->user_data;
+
+			late = cqe->res;
+			io_uring_cqe_seen(&c.ring, cqe);
+			if (ud == 0xfeed)
+				break;
+		}
+	}
+	__atomic_store_n(&zc_stage, 3, __ATOMIC_SEQ_CST);
+	pthread_join(client, NULL);
+	printf("# 7.3: the caller's read(2) across the abort: %s; the server's "
+	       "late READ_FIXED at the entry's slot: %d; it changed %d of the "
+	       "caller's %d bytes after its read(2) had returned\n",
+	       zc_read_err ? strerror(zc_read_err) : "success", late,
+	       zc_changed, ZC_SIZE);
+	expect("zero_copy_abort_read_fails_econnaborted", -ECONNABORTED,
+	       -zc_read_err);
+	result("zero_copy_abort_no_revocation_late_read_fixed_writes_the_callers_buffer",
+	       late == ZC_SIZE && zc_changed > 0,
+	       "late READ_FIXED gave %d and changed %d bytes: 7.3 now revokes "
+	       "(or unregisters) the caller's pages at the abort; update "
+	       "docs/pool.rst and lab 06", late, zc_changed);
+	conn_close();
+	close(memfd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--list")) {
@@ -433,5 +621,6 @@ int main(int argc, char **argv)
 	case_register_without_fixed();
 	case_register_zero_copy_index();
 	case_commit_fixed();
+	case_zero_copy_abort();
 	return unit_exit_status();
 }

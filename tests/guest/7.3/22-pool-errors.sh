@@ -8,7 +8,9 @@
 # queue, lacks the fixed flag on a fixed pool, or names a zero-copy slot on
 # a queue without zero-copy; a COMMIT_AND_FETCH without the fixed flag, or
 # with another fixed buffer's index, on a fixed pool, after which the right
-# commit still answers the request.
+# commit still answers the request; and, with zero-copy, what an abort
+# leaves: 7.3 does not revoke the caller's pages, so a late READ_FIXED
+# writes into the buffer the caller has had back (recorded, as 7.3 does it).
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
