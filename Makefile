@@ -70,16 +70,20 @@ kernels: deps
 headers: deps
 	@for k in $(KERNELS); do KERNEL=$$k $(LOCKED) scripts/kernel headers || exit 1; done
 
-# The reference server builds against the patched tree's uapi headers. The
-# two one-rung builds prove that a reader can copy fewer modes (tests/guest/26);
-# the iovec rung needs nothing of the series, and builds against stock 7.2's
-# uapi (build/headers-stock).
+# The reference server builds against the patched tree's uapi headers, and
+# pool.c against 7.3's. The one-rung builds prove that a reader can copy
+# fewer modes (tests/guest/26, tests/guest/7.3/26): the iovec rung needs
+# nothing of the series, and builds against stock 7.2's uapi
+# (build/headers-stock); so does the iovec,pool build, whose pool.c alone
+# takes 7.3's.
 server: headers
 	@if [ -f reference-server/Makefile ]; then \
 	  $(LOCKED) $(MAKE) -s -C reference-server && \
 	  $(LOCKED) $(MAKE) -s -C reference-server MODES=iovec HDR=$(BUILD)/headers-stock/include \
 	    O=$(BUILD)/reference-server/rungs/iovec && \
-	  $(LOCKED) $(MAKE) -s -C reference-server MODES=iovec,bufring O=$(BUILD)/reference-server/rungs/bufring; fi
+	  $(LOCKED) $(MAKE) -s -C reference-server MODES=iovec,bufring O=$(BUILD)/reference-server/rungs/bufring && \
+	  $(LOCKED) $(MAKE) -s -C reference-server MODES=iovec,pool HDR=$(BUILD)/headers-stock/include \
+	    O=$(BUILD)/reference-server/rungs/pool; fi
 
 # libfuse's passthrough_hp, the peer the reference server is compared with.
 peer: deps

@@ -266,6 +266,19 @@ static int pool_find_payload(struct srv_ent *ent)
 }
 /* doc: pool-request-end */
 
+/* pool and pool-fixed: the flags and index tell them apart */
+const struct srv_mode_ops pool_ops = {
+	.init_needs = FUSE_HAS_IO_URING_BUFPOOL,
+	.kernel = "FUSE_HAS_IO_URING_BUFPOOL (Linux 7.3 or later)",
+	.ent_init = pool_ent_init,
+	.ring_init = pool_ring_init,
+	.queue_add = pool_queue_add,
+	.prep_register = pool_prep_register,
+	.prep_commit = pool_prep_fixed,
+	.find_payload = pool_find_payload,
+};
+
+#ifdef SRV_WITH_ZERO_COPY
 /* doc: pool-zero-copy-open-begin */
 /*
  * pool-zero-copy: 7.3 lends a request's pages only for files whose OPEN
@@ -291,19 +304,6 @@ static void pool_zero_copy_open(struct srv_ent *ent, struct srv_req *r)
 }
 /* doc: pool-zero-copy-open-end */
 
-/* pool and pool-fixed: the flags and index tell them apart */
-const struct srv_mode_ops pool_ops = {
-	.init_needs = FUSE_HAS_IO_URING_BUFPOOL,
-	.kernel = "FUSE_HAS_IO_URING_BUFPOOL (Linux 7.3 or later)",
-	.ent_init = pool_ent_init,
-	.ring_init = pool_ring_init,
-	.queue_add = pool_queue_add,
-	.prep_register = pool_prep_register,
-	.prep_commit = pool_prep_fixed,
-	.find_payload = pool_find_payload,
-};
-
-#ifdef SRV_WITH_ZERO_COPY
 /*
  * pool-zero-copy: the pool's hooks, the per-file opt-in, and zero-copy.c's
  * fixed operations on the entry's own slot (1 + id).

@@ -19,13 +19,13 @@ for srv in "$IOVEC" "$BUFRING"; do
 done
 
 check_fails_with "iovec-only build refuses --mode=bufring" \
-	"--mode=bufring is not built into this server (make MODES=...; supported: iovec)" \
+	"--mode=bufring is not built into this server (make MODES=...; supported: auto, iovec)" \
 	"$IOVEC" --foreground --mode=bufring /tmp /mnt
 check_fails_with "iovec-only build refuses --mode=zero-copy" \
 	"--mode=zero-copy is not built into this server" \
 	"$IOVEC" --foreground --mode=zero-copy /tmp /mnt
 check_fails_with "iovec,bufring build refuses --mode=zero-copy" \
-	"--mode=zero-copy is not built into this server (make MODES=...; supported: iovec, bufring, pinned-headers, pinned-buffers)" \
+	"--mode=zero-copy is not built into this server (make MODES=...; supported: auto, iovec, bufring, pinned-headers, pinned-buffers)" \
 	"$BUFRING" --foreground --mode=zero-copy /tmp /mnt
 
 LAB_CHECK_PREFIX="iovec-only build: " REFSRV=$IOVEC REFSRV_MODES="auto, iovec" \
