@@ -217,13 +217,14 @@ fio_modes() {
 # A check runs its lab's run once, its output in $OUT, and asserts what
 # README.rst promises, step by step.
 
-# run_lab NAME [FILE...]: run $LAB/run with its output in $OUT, check that
-# it exited 0, and keep $OUT and the FILEs (traces the run left in /tmp) in
-# the run folder that goes back to the host.
+# run_lab NAME [FILE...]: run $LAB/run ($LAB/$LAB_SCRIPT: run-7.3 for a
+# lab's 7.3 half) with its output in $OUT, check that it exited 0, and keep
+# $OUT and the FILEs (traces the run left in /tmp) in the run folder that
+# goes back to the host.
 run_lab() {
 	rl_name=$1
 	shift
-	"$LAB/run" >"$OUT" 2>&1
+	"$LAB/${LAB_SCRIPT:-run}" >"$OUT" 2>&1
 	check_eq "$rl_name: run exits 0" "0" "$?"
 	if [ -n "${LAB_RUN:-}" ]; then cp "$OUT" "$@" "$LAB_RUN/" 2>/dev/null; fi
 }

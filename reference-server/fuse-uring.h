@@ -77,6 +77,7 @@ struct srv_opts {
 	enum srv_mode mode;
 	bool fallback;			/* zero-copy: pinned-buffers without CAP_SYS_ADMIN */
 	bool unlinked;			/* zero-copy: commit after the fixed I/O's CQE */
+	size_t zero_copy_min;		/* pool-zero-copy: only files this big, at open */
 	bool allow_other;		/* every user may reach the mount */
 	bool foreground;
 	bool trace;			/* one line per request on stderr */

@@ -241,6 +241,9 @@ void print_usage(FILE *f)
 "                      fixed operation's CQE is in, instead of linked behind it\n"
 "                      in the same submit: one more io_uring_enter() per\n"
 "                      READ and WRITE, to measure what the link saves\n"
+"  --zero-copy-min=SIZE pool-zero-copy: ask for zero-copy only for files\n"
+"                      of at least SIZE bytes when opened (K/M suffixes;\n"
+"                      default: every file). Linux 7.3 chooses per file\n"
 "  --allow-other       let every user reach the mount, not only the one\n"
 "                      who mounted it; the kernel still checks each access\n"
 "                      against the files' modes (default_permissions), and\n"
@@ -328,7 +331,8 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen)
 {
 	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_NBUFS, OPT_FALLBACK,
-	       OPT_UNLINKED, OPT_ALLOW_OTHER, OPT_FG, OPT_TRACE, OPT_VERBOSE, OPT_HELP };
+	       OPT_UNLINKED, OPT_ZC_MIN, OPT_ALLOW_OTHER, OPT_FG, OPT_TRACE,
+	       OPT_VERBOSE, OPT_HELP };
 	static const struct option longopts[] = {
 		{ "queue-depth", required_argument, NULL, OPT_DEPTH },
 		{ "payload-size", required_argument, NULL, OPT_PAYLOAD },
@@ -336,6 +340,7 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		{ "nbufs", required_argument, NULL, OPT_NBUFS },
 		{ "fallback", no_argument, NULL, OPT_FALLBACK },
 		{ "unlinked", no_argument, NULL, OPT_UNLINKED },
+		{ "zero-copy-min", required_argument, NULL, OPT_ZC_MIN },
 		{ "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
 		{ "foreground", no_argument, NULL, OPT_FG },
 		{ "trace", no_argument, NULL, OPT_TRACE },
@@ -390,6 +395,15 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		case OPT_UNLINKED:
 			o->unlinked = true;
 			break;
+		case OPT_ZC_MIN:
+			if (parse_size(optarg, &v) || !v) {
+				snprintf(err, errlen, "--zero-copy-min must be a "
+					 "size above 0 (K/M suffixes), got '%s'",
+					 optarg);
+				return -EINVAL;
+			}
+			o->zero_copy_min = (size_t)v;
+			break;
 		case OPT_ALLOW_OTHER:
 			o->allow_other = true;
 			break;
@@ -436,6 +450,11 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		snprintf(err, errlen, "--unlinked needs --mode=zero-copy or "
 			 "--mode=pool-zero-copy (only their fixed operations are "
 			 "linked to their commits)");
+		return -EINVAL;
+	}
+	if (o->zero_copy_min && o->mode != SRV_MODE_POOL_ZERO_COPY) {
+		snprintf(err, errlen, "--zero-copy-min needs --mode=pool-zero-copy "
+			 "(only Linux 7.3's zero-copy is chosen per file)");
 		return -EINVAL;
 	}
 	if (!o->nbufs && (mode_uses_bufring(o->mode) || mode_uses_pool(o->mode)))

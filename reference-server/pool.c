@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef FUSE_HAS_IO_URING_BUFPOOL
 #error "pool.c needs Linux 7.3's linux/fuse.h: run make headers (build/headers-7.3), or make HDR73=DIR/include"
@@ -199,10 +200,24 @@ static int pool_queue_add(struct srv_queue *q, const char **what)
  */
 static void pool_prep_fixed(struct io_uring_sqe *sqe, struct srv_ent *ent)
 {
+	/*
+	 * exercise 06.1 begin: a fixed pool's flag and index, on every command
+	 * hint: only in the fixed modes (pool_fixed()): the SQE says it uses
+	 *       a fixed buffer (IORING_URING_CMD_FIXED, in
+	 *       sqe->uring_cmd_flags) and which (sqe->buf_index), the slot
+	 *       pool_ring_init() put the pool in, POOL_FIXED_SLOT. In plain
+	 *       pool mode both stay 0. On a zero-copy queue REGISTER also
+	 *       names the entry's own slot, ent_zero_copy_buf_index =
+	 *       POOL_ENT_SLOT(ent) (in pool_prep_register(), below).
+	 * read: docs/pool.rst, "The fixed pool"
+	 * stub: (void)sqe;
+	 * stub: (void)ent;
+	 */
 	if (!pool_fixed(ent->queue->s->opts->mode))
 		return;
 	sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
 	sqe->buf_index = POOL_FIXED_SLOT;
+	/* exercise 06.1 end */
 }
 
 static void pool_prep_register(struct io_uring_sqe *sqe, struct srv_ent *ent)
@@ -210,8 +225,13 @@ static void pool_prep_register(struct io_uring_sqe *sqe, struct srv_ent *ent)
 	struct fuse_uring_cmd_req *req = (void *)sqe->cmd;
 
 	pool_prep_fixed(sqe, ent);
+	/*
+	 * exercise 06.1 begin: a fixed pool's flag and index (the zero-copy slot)
+	 * stub: (void)req;
+	 */
 	if (mode_zero_copy(ent->queue->s->opts->mode))
 		req->ent_zero_copy_buf_index = (uint16_t)POOL_ENT_SLOT(ent);
+	/* exercise 06.1 end */
 }
 /* doc: pool-register-end */
 
@@ -253,6 +273,21 @@ static int pool_find_payload(struct srv_ent *ent)
 	ent->req.payload = NULL;
 	if (!pool_req_has_buf(ent->header))
 		return 0;
+	/*
+	 * exercise 06.2 begin: the request's payload, by offset
+	 * hint: the kernel wrote where the buffer it chose starts, in bytes
+	 *       from the start of the pool, into ring_ent_in_out.offset (off,
+	 *       above). The pool is q->payload_mem: o->nbufs buffers of
+	 *       o->payload_size bytes. An offset that is not the start of one
+	 *       of them is the kernel's bug or a stranger's: print it on
+	 *       stderr (queue, entry, offset) and return -EPROTO. Set
+	 *       ent->req.payload, and ent->req.buf to the buffer's index (for
+	 *       --trace).
+	 * read: docs/pool.rst, "A request's payload"
+	 * stub: (void)q;
+	 * stub: (void)o;
+	 * stub: (void)off;
+	 */
 	if (off % o->payload_size ||
 	    off / o->payload_size >= o->nbufs) {
 		fprintf(stderr, SRV_NAME ": queue %u entry %u: the kernel put "
@@ -262,6 +297,7 @@ static int pool_find_payload(struct srv_ent *ent)
 	}
 	ent->req.buf = (int)(off / o->payload_size);
 	ent->req.payload = (char *)q->payload_mem + off;
+	/* exercise 06.2 end */
 	return 0;
 }
 /* doc: pool-request-end */
@@ -283,16 +319,19 @@ const struct srv_mode_ops pool_ops = {
 /*
  * pool-zero-copy: 7.3 lends a request's pages only for files whose OPEN
  * or CREATE reply carried FOPEN_IO_URING_ZERO_COPY (can_zero_copy_req():
- * a READ or WRITE with its data in pages, on a zero-copy queue). This
- * server asks it for every file it opens; a server could choose per file
- * (large files, not small ones). The reply of CREATE is fuse_entry_out,
- * then fuse_open_out.
+ * a READ or WRITE with its data in pages, on a zero-copy queue). The
+ * choice is per open file: this server asks for every file, or with
+ * --zero-copy-min only for files at least that big when opened, whose
+ * large reads pay for the registration of their pages (a file CREATE
+ * makes is empty, and is then copied). The reply of CREATE is
+ * fuse_entry_out, then fuse_open_out; fh is the backing file's fd.
  */
 static void pool_zero_copy_open(struct srv_ent *ent, struct srv_req *r)
 {
+	size_t min = ent->queue->s->opts->zero_copy_min;
 	struct fuse_open_out *oo;
+	struct stat st;
 
-	(void)ent;
 	if (r->in->opcode == FUSE_OPEN && r->out_len >= sizeof(*oo))
 		oo = r->out;
 	else if (r->in->opcode == FUSE_CREATE &&
@@ -300,7 +339,22 @@ static void pool_zero_copy_open(struct srv_ent *ent, struct srv_req *r)
 		oo = (void *)((char *)r->out + sizeof(struct fuse_entry_out));
 	else
 		return;
+	/*
+	 * exercise 06.3 begin: zero-copy, per file
+	 * hint: oo is the reply's fuse_open_out. Ask 7.3 to zero-copy this
+	 *       file's READs and WRITEs by setting FOPEN_IO_URING_ZERO_COPY in
+	 *       its open_flags (keep the other flags). With --zero-copy-min
+	 *       (min, above; 0: every file), only a file at least that big:
+	 *       fstat() the backing file, whose fd is oo->fh; a file fstat()
+	 *       cannot see is not asked for.
+	 * read: docs/pool.rst, "Zero-copy, per file"
+	 * stub: (void)min;
+	 * stub: (void)st;
+	 */
+	if (min && (fstat((int)oo->fh, &st) || (size_t)st.st_size < min))
+		return;
 	oo->open_flags |= FOPEN_IO_URING_ZERO_COPY;
+	/* exercise 06.3 end */
 }
 /* doc: pool-zero-copy-open-end */
 

@@ -242,7 +242,8 @@ void preflight_report(const struct srv_session *s)
 		opts_payload_bufs(o), o->payload_size,
 		o->queue_depth * sizeof(struct fuse_uring_req_header),
 		mode_name(o->mode));
-	if (mode_pins_headers(o->mode))
+	/* pool-fixed: io_uring pins the pool, and never the headers */
+	if (mode_pins_headers(o->mode) || mode_pins_buffers(o->mode))
 		fprintf(stderr, SRV_NAME ": pinned memory: %llu B (%u queues x "
 			"(headers %zu B + payload %zu B), page-rounded)\n",
 			(unsigned long long)pinned_total_bytes(o, s->nr_queues, page),

@@ -7,6 +7,7 @@
  * (build/headers-7.3); tests/guest/7.3/22-pool-errors.sh runs it.
  *
  *   pool-errors MOUNTPOINT   (as root, with enable_uring set)
+ *   pool-errors MOUNTPOINT zero-copy-abort   that case alone (lab 06)
  *   pool-errors --list       the names of the cases
  *
  * Prints "ok NAME" or "not ok NAME: why" per case (tests/unit.h).
@@ -606,8 +607,17 @@ int main(int argc, char **argv)
 			printf("%s\n", cases[i]);
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[2], "zero-copy-abort")) {
+		/* lab 06 runs this one alone */
+		mnt = argv[1];
+		nq = possible_cpus();
+		if (nq < 1 || nq > MAX_QUEUES)
+			die("possible CPUs");
+		case_zero_copy_abort();
+		return unit_exit_status();
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: pool-errors MOUNTPOINT | --list\n");
+		fprintf(stderr, "usage: pool-errors MOUNTPOINT [zero-copy-abort] | --list\n");
 		return 2;
 	}
 	mnt = argv[1];

@@ -783,23 +783,32 @@ static void test_pool_payload(void)
 
 static void test_pool_zero_copy_open(void)
 {
+	char err[256];
+	int ret;
 	static struct fuse_in_header in;
 	static char out[256];
 	struct srv_req r = { .in = &in, .out = out, .out_size = sizeof(out) };
 	struct fuse_open_out *oo = (void *)out;
 	struct fuse_open_out *co = (void *)(out + sizeof(struct fuse_entry_out));
 
+	struct srv_opts o = { .mode = SRV_MODE_POOL_ZERO_COPY };
+	struct srv_session s = { .opts = &o };
+	struct srv_queue q = { .s = &s };
+	struct srv_ent ent = { .queue = &q };
+	char tmpl[] = "/tmp/unit-zc-XXXXXX";
+	int fd = mkstemp(tmpl);
+
 	in.opcode = FUSE_OPEN;
 	r.out_len = sizeof(*oo);
 	oo->open_flags = FOPEN_KEEP_CACHE;
-	pool_zero_copy_ops.reply_ready(NULL, &r);
+	pool_zero_copy_ops.reply_ready(&ent, &r);
 	result("pool_zero_copy_open_reply_opts_in",
 	       oo->open_flags == (FOPEN_KEEP_CACHE | POOL_FOPEN_ZERO_COPY),
 	       "open_flags %#x", oo->open_flags);
 	memset(out, 0, sizeof(out));
 	in.opcode = FUSE_CREATE;
 	r.out_len = sizeof(struct fuse_entry_out) + sizeof(*co);
-	pool_zero_copy_ops.reply_ready(NULL, &r);
+	pool_zero_copy_ops.reply_ready(&ent, &r);
 	result("pool_zero_copy_create_reply_opts_in",
 	       co->open_flags == POOL_FOPEN_ZERO_COPY &&
 	       ((struct fuse_entry_out *)out)->nodeid == 0,
@@ -807,14 +816,42 @@ static void test_pool_zero_copy_open(void)
 	memset(out, 0, sizeof(out));
 	in.opcode = FUSE_GETATTR;
 	r.out_len = sizeof(struct fuse_attr_out);
-	pool_zero_copy_ops.reply_ready(NULL, &r);
+	pool_zero_copy_ops.reply_ready(&ent, &r);
 	result("pool_zero_copy_leaves_other_replies", out[0] == 0 &&
 	       oo->open_flags == 0, "changed");
 	in.opcode = FUSE_OPEN;
 	r.out_len = 4;	/* shorter than fuse_open_out: not touched */
-	pool_zero_copy_ops.reply_ready(NULL, &r);
+	pool_zero_copy_ops.reply_ready(&ent, &r);
 	result("pool_zero_copy_leaves_a_short_reply", oo->open_flags == 0,
 	       "changed");
+
+	/* --zero-copy-min: by the backing file's size (fh is its fd) at open */
+	o.zero_copy_min = 8192;
+	r.out_len = sizeof(*oo);
+	memset(out, 0, sizeof(out));
+	oo->fh = (uint64_t)fd;
+	pool_zero_copy_ops.reply_ready(&ent, &r);
+	result("pool_zero_copy_min_skips_a_small_file",
+	       fd >= 0 && oo->open_flags == 0, "fd %d open_flags %#x", fd,
+	       oo->open_flags);
+	if (fd >= 0 && ftruncate(fd, 8192) == 0)
+		pool_zero_copy_ops.reply_ready(&ent, &r);
+	result("pool_zero_copy_min_takes_a_big_enough_file",
+	       oo->open_flags == POOL_FOPEN_ZERO_COPY, "open_flags %#x",
+	       oo->open_flags);
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmpl);
+	}
+	ret = parse(&o, err, "--mode=pool", "--zero-copy-min=1M", "/b", "/m",
+		    NULL);
+	result("options_zero_copy_min_needs_pool_zero_copy", ret == -EINVAL &&
+	       strstr(err, "--zero-copy-min needs --mode=pool-zero-copy"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=pool-zero-copy", "--zero-copy-min=1M",
+		    "/b", "/m", NULL);
+	result("options_zero_copy_min_parses", !ret &&
+	       o.zero_copy_min == 1 << 20, "ret=%d err=%s", ret, err);
 	result("zero_copy_slots_v2_at_id_7_3_after_the_pool",
 	       zero_copy_ops.zero_copy_slot0 == 0 &&
 	       pool_zero_copy_ops.zero_copy_slot0 == 1, "v2 %u, 7.3 %u",

@@ -131,6 +131,29 @@ else
 	fail "pool-zero-copy: mounts on 7.3" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
 fi
 
+# ---- zero-copy is chosen per file: --zero-copy-min ---------------------------
+
+LOG=$W/zero-copy-min.log
+if [ -n "${REFSRV_MODES:-}" ] && case "$REFSRV_MODES" in *pool-zero-copy*) false ;; *) true ;; esac; then
+	:	# a build without zero-copy (tests/guest/7.3/26)
+elif refsrv_start "$LOG" --mode=pool-zero-copy --zero-copy-min=1M --trace; then
+	head -c $((2 * MIB)) /dev/urandom >"$B/large.bin"
+	head -c 65536 /dev/urandom >"$B/small.bin"
+	mark=$(wc -l <"$LOG")
+	check_eq "--zero-copy-min=1M: the large file reads intact" "$(sha256sum <"$B/large.bin")" \
+		"$(dd if="$M/large.bin" bs=256k iflag=direct status=none | sha256sum)"
+	large=$(tail -n +"$((mark + 1))" "$LOG" | grep -E '^trace ring .* op=READ ' | sort -u | grep -c ' zc=1$')
+	mark=$(wc -l <"$LOG")
+	check_eq "--zero-copy-min=1M: the small file reads intact" "$(sha256sum <"$B/small.bin")" \
+		"$(dd if="$M/small.bin" bs=64k iflag=direct status=none | sha256sum)"
+	small=$(tail -n +"$((mark + 1))" "$LOG" | grep -E '^trace ring .* op=READ ' | grep -c ' zc=1$')
+	check "--zero-copy-min=1M: READs of the 2 MiB file were zero-copied ($large)" [ "$large" -gt 0 ]
+	check_eq "--zero-copy-min=1M: no READ of the 64 KiB file was" "0" "$small"
+	refsrv_stop zero-copy-min
+else
+	fail "pool-zero-copy --zero-copy-min mounts" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
+fi
+
 # ---- one buffer for eight entries: requests wait for it --------------------
 
 LOG=$W/one-buffer.log

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
- * tests/uapi-glance.c: the values and offsets of the FUSE-over-io_uring uapi
+ * tests/uapi-table/glance.c: the values and offsets of the FUSE-over-io_uring uapi
  * that docs/uapi.rst tabulates, read off one linux/fuse.h. Built three times
  * by scripts/check-uapi-table, against stock 7.2 (build/headers-stock), the
  * v2 series (build/headers) and 7.3 (build/headers-7.3), which then checks
