@@ -87,10 +87,11 @@ struct srv_opts {
 
 #define SRV_DEFAULT_QUEUE_DEPTH 8		/* libfuse's default, too */
 #define SRV_MAX_QUEUE_DEPTH 1024
-#define SRV_DEFAULT_PAYLOAD_SIZE (1024 * 1024)	/* = 256 pages, fuse's default max_pages_limit */
+/* = 256 pages, fuse's default max_pages_limit */
+#define SRV_DEFAULT_PAYLOAD_SIZE (1024 * 1024)
 #define SRV_MIN_PAYLOAD_SIZE FUSE_MIN_READ_BUFFER
 #define SRV_MAX_PAYLOAD_SIZE (16 * 1024 * 1024)
-#define SRV_MAX_NBUFS 65535	/* buf_id is a u16 */
+#define SRV_MAX_NBUFS 65535	/* v2's buf_id is a u16; 7.3's pool: below 4 GiB */
 
 int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen);
@@ -184,9 +185,9 @@ struct srv_ent_req {
 
 /*
  * One ring entry: a header slot and a payload buffer the kernel copies to.
- * In iovec mode the buffer is the entry's own; in bufring mode the kernel
- * lends one of the queue's buffers per request (or none), so it is found
- * anew in every request's ent_in_out.buf_id.
+ * In iovec mode the buffer is the entry's own; in bufring and pool modes
+ * the kernel lends one of the queue's buffers per request (or none), so it
+ * is found anew in every request's ent_in_out (v2's buf_id, 7.3's offset).
  */
 struct srv_ent {
 	struct srv_queue *queue;

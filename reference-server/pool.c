@@ -36,14 +36,14 @@
 #include <sys/stat.h>
 
 #ifndef FUSE_HAS_IO_URING_BUFPOOL
-#error "pool.c needs Linux 7.3's linux/fuse.h: run make headers (build/headers-7.3), or make HDR73=DIR/include"
+#error "pool.c needs 7.3's linux/fuse.h: make headers, or HDR73=DIR/include"
 #endif
 
 /*
  * The ring's fixed-buffer table: slot 0 is the pool (pool-fixed and
- * pool-zero-copy), slot 1 + id entry id's zero-copy slot. 7.3 reads
- * ent_zero_copy_buf_index 0 as "none" on a queue without zero-copy, so
- * entries start at 1.
+ * pool-zero-copy), slot 1 + id entry id's zero-copy slot: the pool holds
+ * slot 0, so the entries start at 1. (On a queue without zero-copy, 7.3
+ * wants ent_zero_copy_buf_index 0.)
  */
 #define POOL_FIXED_SLOT 0
 #define POOL_ENT_SLOT0 1
@@ -54,6 +54,14 @@
  * is 8-byte aligned) nor UD_STOP.
  */
 #define UD_POOL_CMD 2ULL
+
+/*
+ * zero-copy.c, compiled against the v2 series' uapi, tells a zero-copied
+ * request by v2's FUSE_URING_ENT_ZERO_COPY, 1 << 0 (req_zero_copied()).
+ * pool-zero-copy relies on 7.3's flag being the same bit.
+ */
+_Static_assert(FUSE_URING_ENT_ZERO_COPY == 1,
+	       "7.3's FUSE_URING_ENT_ZERO_COPY is not v2's: see zero-copy.c");
 
 static bool pool_fixed(enum srv_mode m)
 {
@@ -76,10 +84,11 @@ static void pool_ent_init(struct srv_ent *ent)
 
 /* doc: pool-table-begin */
 /*
- * pool-fixed and above: the ring's fixed-buffer table, before the mount.
- * One slot for the pool, which io_uring pins and charges to
- * RLIMIT_MEMLOCK now (preflight.c counted it); pool-zero-copy adds one
- * empty slot per entry, where the kernel will lend a request's pages.
+ * pool-fixed and above: the ring's fixed-buffer table, before the
+ * FUSE_INIT reply. One slot for the pool, which io_uring pins now, and
+ * charges to RLIMIT_MEMLOCK and VmPin if we lack CAP_IPC_LOCK (preflight.c
+ * counted it); pool-zero-copy adds one empty slot per entry, where the
+ * kernel will lend a request's pages.
  * ADD_BUFPOOL's len is 32 bits: a pool of 4 GiB or more cannot be named.
  */
 static int pool_ring_init(struct srv_queue *q, const char **what)
@@ -317,14 +326,14 @@ const struct srv_mode_ops pool_ops = {
 #ifdef SRV_WITH_ZERO_COPY
 /* doc: pool-zero-copy-open-begin */
 /*
- * pool-zero-copy: 7.3 lends a request's pages only for files whose OPEN
- * or CREATE reply carried FOPEN_IO_URING_ZERO_COPY (can_zero_copy_req():
+ * pool-zero-copy: 7.3 lends a request's pages only for files whose OPEN,
+ * CREATE or TMPFILE reply carried FOPEN_IO_URING_ZERO_COPY (can_zero_copy_req():
  * a READ or WRITE with its data in pages, on a zero-copy queue). The
  * choice is per open file: this server asks for every file, or with
  * --zero-copy-min only for files at least that big when opened, whose
  * large reads pay for the registration of their pages (a file CREATE
- * makes is empty, and is then copied). The reply of CREATE is
- * fuse_entry_out, then fuse_open_out; fh is the backing file's fd.
+ * makes is empty, and is then copied). The reply of CREATE and TMPFILE
+ * is fuse_entry_out, then fuse_open_out; fh is the backing file's fd.
  */
 static void pool_zero_copy_open(struct srv_ent *ent, struct srv_req *r)
 {
@@ -334,7 +343,8 @@ static void pool_zero_copy_open(struct srv_ent *ent, struct srv_req *r)
 
 	if (r->in->opcode == FUSE_OPEN && r->out_len >= sizeof(*oo))
 		oo = r->out;
-	else if (r->in->opcode == FUSE_CREATE &&
+	else if ((r->in->opcode == FUSE_CREATE ||
+		  r->in->opcode == FUSE_TMPFILE) &&
 		 r->out_len >= sizeof(struct fuse_entry_out) + sizeof(*oo))
 		oo = (void *)((char *)r->out + sizeof(struct fuse_entry_out));
 	else

@@ -132,17 +132,19 @@ static void memlock_message(char *buf, size_t len, const struct srv_opts *o,
 		 (unsigned long long)((need + 1023) / 1024));
 }
 
-/*
- * Zero-copy without CAP_SYS_ADMIN: refuse (-EPERM), or with --fallback
- * step down the ladder to pinned-buffers, which needs no capability.
- * Returns 0 if o->mode can run (possibly changed), -EPERM if not.
- */
+/* The rung below a zero-copy mode, which needs no capability. */
 static enum srv_mode zero_copy_fallback(enum srv_mode m)
 {
 	return m == SRV_MODE_POOL_ZERO_COPY ? SRV_MODE_POOL_FIXED :
 					      SRV_MODE_PINNED_BUFFERS;
 }
 
+/*
+ * Zero-copy without CAP_SYS_ADMIN: refuse (-EPERM), or with --fallback
+ * step down the ladder (zero_copy_fallback(): pinned-buffers, or
+ * pool-fixed on 7.3). Returns 0 if o->mode can run (possibly changed),
+ * -EPERM if not.
+ */
 static int zero_copy_decide(struct srv_opts *o, bool cap_sys_admin)
 {
 	if (!mode_zero_copy(o->mode) || cap_sys_admin)
@@ -187,10 +189,11 @@ static bool srv_capable(int cap)
 
 /* doc: memlock-check-begin */
 /*
- * Before the mount: can this mode run here? Zero-copy needs CAP_SYS_ADMIN
- * (or --fallback); a pinned mode needs RLIMIT_MEMLOCK to cover what every
- * queue pins, unless we have CAP_IPC_LOCK. 0, or -EPERM/-ENOMEM after
- * one message on stderr.
+ * Before the queues are built (before the mount, or with --mode=auto
+ * before the FUSE_INIT reply): can this mode run here? A 7.3 pool must be
+ * below 4 GiB; zero-copy needs CAP_SYS_ADMIN (or --fallback); a pinned
+ * mode needs RLIMIT_MEMLOCK to cover what every queue pins, unless we have
+ * CAP_IPC_LOCK. 0, or -E2BIG/-EPERM/-ENOMEM after one message on stderr.
  */
 int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
 {
@@ -199,6 +202,15 @@ int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
 	uint64_t need;
 
 	enum srv_mode asked = o->mode;
+
+	/* 7.3's ADD_BUFPOOL names the pool's length in 32 bits */
+	if (mode_uses_pool(o->mode) && opts_queue_payload_bytes(o) > UINT32_MAX) {
+		fprintf(stderr, SRV_NAME ": --mode=%s: a pool of --nbufs=%u x "
+			"--payload-size=%zu B is 4 GiB or more, and ADD_BUFPOOL's "
+			"length is 32 bits: use fewer or smaller buffers\n",
+			mode_name(o->mode), o->nbufs, o->payload_size);
+		return -E2BIG;
+	}
 
 	if (zero_copy_decide(o, srv_capable(CAP_SYS_ADMIN))) {
 		fprintf(stderr, SRV_NAME ": --mode=%s needs CAP_SYS_ADMIN: "
@@ -294,7 +306,8 @@ void explain_register_error(const struct srv_session *s, int err)
 	else if (err == -EPERM && mode_zero_copy(o->mode))
 		fprintf(stderr, SRV_NAME ": the kernel refused zero-copy "
 			"(EPERM): it needs CAP_SYS_ADMIN in the initial user "
-			"namespace; run with it, or use --mode=pinned-buffers\n");
+			"namespace; run with it, or use --mode=%s\n",
+			mode_name(zero_copy_fallback(o->mode)));
 	else if (err == -EINVAL && mode_pins_headers(o->mode))
 		fprintf(stderr, SRV_NAME ": the kernel refused "
 			"FUSE_IO_URING_CMD_REGISTER with flags %#llx (EINVAL): "

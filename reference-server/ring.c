@@ -347,21 +347,18 @@ static bool handle_cqes(struct srv_queue *q)
  * stays queued until the kernel has a request, so peeking right after the
  * submit tells which it was.
  */
-static int queue_register(struct srv_queue *q)
+static int queue_register(struct srv_queue *q, const char **what)
 {
 	struct io_uring_sqe *sqe;
-	const char *what;
 	int ret;
 
 	/* a mode's commands for the whole queue first (7.3's pool) */
 	if (q->s->ops->queue_add) {
-		ret = q->s->ops->queue_add(q, &what);
-		if (ret) {
-			fprintf(stderr, SRV_NAME ": queue %u: %s: %s\n", q->qid,
-				what, strerror(-ret));
+		ret = q->s->ops->queue_add(q, what);
+		if (ret)
 			return ret;
-		}
 	}
+	*what = "FUSE_IO_URING_CMD_REGISTER";
 	for (unsigned int i = 0; i < q->s->opts->queue_depth; i++) {
 		sqe = queue_sqe(q);
 		prep_fuse_cmd(sqe, &q->ents[i], FUSE_IO_URING_CMD_REGISTER, 0);
@@ -417,7 +414,7 @@ static void *queue_thread(void *arg)
 	if (err || !wait_for_go(s))
 		goto out;
 
-	err = queue_register(q);
+	err = queue_register(q, &what);
 	/* what entry 0's REGISTER named: its own buffers, or the regions */
 	if (!err && s->opts->trace)
 		fprintf(stderr, "trace ring q=%u registered %u entries (mode %s, "
@@ -425,7 +422,7 @@ static void *queue_thread(void *arg)
 			s->opts->queue_depth, mode_name(s->opts->mode),
 			(unsigned long long)mode_register_flags(s->opts->mode),
 			q->ents[0].iov[0].iov_len, q->ents[0].iov[1].iov_len);
-	report(q, &s->nr_registered, err, "FUSE_IO_URING_CMD_REGISTER");
+	report(q, &s->nr_registered, err, what);
 	if (err)
 		goto out;
 	queue_loop(q);

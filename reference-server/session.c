@@ -160,7 +160,9 @@ static int session_pick_mode(struct srv_session *s, uint64_t offered)
 	fprintf(stderr, SRV_NAME ": --mode=auto: the kernel offers %s: "
 		"mode %s\n", mode_ops(s->opts->mode)->kernel,
 		mode_name(s->opts->mode));
-	return ring_start_queues(s);
+	err = preflight(s->opts, (unsigned int)ring_count_possible_cpus(),
+			(size_t)s->page_size);
+	return err ? err : ring_start_queues(s);
 }
 /* doc: pick-mode-end */
 

@@ -11,13 +11,13 @@
 #include "fuse-uring.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* the whole series' uapi: buffer rings (0004) to FUSE_HAS_URING_BUFRING (0014) */
 #ifndef FUSE_HAS_URING_BUFRING
 #error "linux/fuse.h is not the v2 series' uapi: rebuild build/headers from the whole series (make headers)"
 #endif
-#include <stdlib.h>
-#include <string.h>
 
 static void zero_copy_link_commit(struct srv_ent *ent,
 				  struct io_uring_sqe *io_sqe);
@@ -56,7 +56,7 @@ static int zero_copy_ring_init(struct srv_queue *q, const char **what)
  * A READ or WRITE marked FUSE_URING_ENT_ZERO_COPY brings no data in a
  * payload buffer. The kernel has registered the request's folios (page
  * cache, or the pages of a process doing direct I/O) in this queue's ring,
- * as the fixed buffer whose index is the entry's id, and the server moves
+ * as the fixed buffer at the entry's slot (v2: its id), and the server moves
  * the data itself, straight between those folios and the backing file,
  * with one io_uring operation:
  *
@@ -65,7 +65,8 @@ static int zero_copy_ring_init(struct srv_queue *q, const char **what)
  *   folios IO_IMU_SOURCE, which only operations that read from the buffer
  *   may use, and a read's IO_IMU_DEST, for operations that write to it:
  *   the other way round fails with -EFAULT, as does an empty slot.
- * - buf_index is the entry id. addr is an offset into the buffer, and
+ * - buf_index is the entry's slot: its id in v2, the slot its REGISTER
+ *   reserved in 7.3 (zero_copy_slot()). addr is an offset into the buffer, and
  *   byte 0 of the buffer is the first byte of the request's data, so
  *   addr = 0 and len = the request's size; the file offset is the
  *   request's offset, as with pread/pwrite.

@@ -61,6 +61,7 @@ static const char *const cases[] = {
 	"add_queue_twice_eexist",
 	"add_bufpool_shorter_than_a_buffer_einval",
 	"add_bufpool_reserved_set_einval",
+	"add_bufpool_with_flags_einval",
 	"add_bufpool_completes_at_once",
 	"add_bufpool_twice_einval",
 	"per_entry_register_on_a_new_qid_parks",
@@ -69,6 +70,7 @@ static const char *const cases[] = {
 	"register_with_a_payload_on_a_pool_einval",
 	"register_without_fixed_on_a_fixed_pool_einval",
 	"register_zero_copy_slot_without_zero_copy_einval",
+	"per_entry_register_on_a_zero_copy_queue_einval",
 	"fixed_pools_on_every_queue",
 	"getattr_arrives_in_a_pool_buffer",
 	"commit_without_fixed_on_a_fixed_pool_einval",
@@ -239,6 +241,19 @@ static int add_bufpool(int q, uint32_t len, uint32_t reserved, bool fix)
 	return run();
 }
 
+/* ADD_BUFPOOL with flags set, which it must not have */
+static int add_bufpool_flags(int q, uint64_t flags)
+{
+	struct io_uring_sqe *sqe;
+	struct fuse_uring_cmd_req *req = cmd(&sqe, FUSE_IO_URING_CMD_ADD_BUFPOOL,
+					     q, 0);
+
+	req->flags = flags;
+	req->bufpool.uaddr = (uintptr_t)c.pool[q];
+	req->bufpool.len = NBUFS * PAYLOAD;
+	return run();
+}
+
 static int reg(int q, int e, bool fix, uint16_t zc_index)
 {
 	struct io_uring_sqe *sqe;
@@ -287,6 +302,8 @@ static void case_queue_commands(void)
 	       -EINVAL, add_bufpool(0, PAYLOAD - 1, 0, false));
 	expect("add_bufpool_reserved_set_einval", -EINVAL,
 	       add_bufpool(0, NBUFS * PAYLOAD, 1, false));
+	expect("add_bufpool_with_flags_einval", -EINVAL,
+	       add_bufpool_flags(0, FUSE_URING_ZERO_COPY));
 	expect("add_bufpool_completes_at_once", 0,
 	       add_bufpool(0, NBUFS * PAYLOAD, 0, false));
 	expect("add_bufpool_twice_einval", -EINVAL,
@@ -324,6 +341,16 @@ static void case_register_without_fixed(void)
 	add_bufpool(0, NBUFS * PAYLOAD, 0, true);
 	expect("register_without_fixed_on_a_fixed_pool_einval",
 	       -EINVAL, reg(0, 0, false, 0));
+	conn_close();
+}
+
+static void case_per_entry_register_on_zero_copy_queue(void)
+{
+	conn_open();
+	add_queue(0, FUSE_URING_ZERO_COPY);
+	c.iov[0][0][1] = (struct iovec){ c.pool[0], PAYLOAD };	/* iovec mode */
+	expect("per_entry_register_on_a_zero_copy_queue_einval", -EINVAL,
+	       reg(0, 0, false, 0));
 	conn_close();
 }
 
@@ -630,6 +657,7 @@ int main(int argc, char **argv)
 	case_register_with_payload();
 	case_register_without_fixed();
 	case_register_zero_copy_index();
+	case_per_entry_register_on_zero_copy_queue();
 	case_commit_fixed();
 	case_zero_copy_abort();
 	return unit_exit_status();

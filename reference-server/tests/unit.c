@@ -852,6 +852,24 @@ static void test_pool_zero_copy_open(void)
 		    "/b", "/m", NULL);
 	result("options_zero_copy_min_parses", !ret &&
 	       o.zero_copy_min == 1 << 20, "ret=%d err=%s", ret, err);
+
+	/* TMPFILE's reply is CREATE's: fuse_entry_out, then fuse_open_out */
+	o = (struct srv_opts){ .mode = SRV_MODE_POOL_ZERO_COPY };
+	memset(out, 0, sizeof(out));
+	in.opcode = FUSE_TMPFILE;
+	r.out_len = sizeof(struct fuse_entry_out) + sizeof(*co);
+	pool_zero_copy_ops.reply_ready(&ent, &r);
+	result("pool_zero_copy_tmpfile_reply_opts_in",
+	       co->open_flags == POOL_FOPEN_ZERO_COPY, "open_flags %#x",
+	       co->open_flags);
+
+	/* ADD_BUFPOOL's len is 32 bits: refused before any memory is taken */
+	ret = parse(&o, err, "--mode=pool", "--nbufs=4096", "/b", "/m", NULL);
+	ret = ret ? ret : preflight(&o, 2, 4096);
+	EXPECT_INT("preflight_refuses_a_4_gib_pool", -E2BIG, ret);
+	ret = parse(&o, err, "--mode=pool", "--nbufs=4095", "/b", "/m", NULL);
+	ret = ret ? ret : preflight(&o, 2, 4096);
+	EXPECT_INT("preflight_takes_a_pool_below_4_gib", 0, ret);
 	result("zero_copy_slots_v2_at_id_7_3_after_the_pool",
 	       zero_copy_ops.zero_copy_slot0 == 0 &&
 	       pool_zero_copy_ops.zero_copy_slot0 == 1, "v2 %u, 7.3 %u",

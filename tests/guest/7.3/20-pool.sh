@@ -9,7 +9,9 @@
 # direct READs and WRITEs are zero-copied; in the pool modes every REGISTER
 # names no payload, a request gets a buffer only when it has payload, at an
 # offset inside the pool (--trace: buf=N below --nbufs), and with a single
-# buffer for eight entries four parallel readers are served correctly.
+# buffer for eight entries four parallel readers are served correctly; a
+# pool of 4 GiB is refused before memory is taken; --zero-copy-min chooses
+# zero-copy per file.
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
@@ -52,6 +54,14 @@ case "${REFSRV_MODES:-bufring}" in
 		"--mode=bufring is not built into this server (make MODES=...; supported: $REFSRV_MODES)" \
 		"$SRV" --foreground --mode=bufring "$B" "$M" ;;
 esac
+# ADD_BUFPOOL's length is 32 bits: 4096 buffers of 1 MiB are refused before
+# any memory is taken, by name and with --mode=auto
+check_fails_with "--mode=pool refuses a pool of 4 GiB before mounting" \
+	"a pool of --nbufs=4096 x --payload-size=1048576 B is 4 GiB or more" \
+	"$SRV" --foreground --mode=pool --nbufs=4096 "$B" "$M"
+check_fails_with "--mode=auto refuses a pool of 4 GiB before its FUSE_INIT reply" \
+	"a pool of --nbufs=4096 x --payload-size=1048576 B is 4 GiB or more" \
+	"$SRV" --foreground --nbufs=4096 "$B" "$M"
 check_eq "no mount left after the refusals" "none" "$(mount_type "$M")"
 
 # ---- each mode: round trip, fio verify ----------------------------------------

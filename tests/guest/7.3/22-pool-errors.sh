@@ -3,10 +3,11 @@
 # the errno 7.3's fs/fuse/dev_uring.c gives (tests/pool-errors.c, one mount
 # per case that needs one): ADD_QUEUE past the last queue, with an unknown
 # flag, or again (EEXIST, also after a REGISTER made the queue); ADD_BUFPOOL
-# before ADD_QUEUE, shorter than one buffer, with bufpool.reserved set, twice,
-# or after a per-entry REGISTER; a REGISTER that names a payload on a pool
-# queue, lacks the fixed flag on a fixed pool, or names a zero-copy slot on
-# a queue without zero-copy; a COMMIT_AND_FETCH without the fixed flag, or
+# before ADD_QUEUE, shorter than one buffer, with flags or bufpool.reserved
+# set, twice, or after a per-entry REGISTER; a REGISTER that names a payload
+# on a pool queue, lacks the fixed flag on a fixed pool, names a zero-copy
+# slot on a queue without zero-copy, or comes per entry on a zero-copy
+# queue; a COMMIT_AND_FETCH without the fixed flag, or
 # with another fixed buffer's index, on a fixed pool, after which the right
 # commit still answers the request; and, with zero-copy, what an abort
 # leaves: 7.3 does not revoke the caller's pages, so a late READ_FIXED
