@@ -21,7 +21,8 @@ Each change actually made is listed on the page, above the kernel's text,
 so a reader can compare. Warnings about the included text name the kernel
 file; their line numbers can be off by the few lines the changes add.
 A missing file is a warning (an error under -W)
-that says to run ``make kernel``.
+that says to run ``make tree``. ``:tree: 7.3`` reads the page from Linux
+7.3's tree (``build/linux-7.3``) instead.
 """
 
 import os
@@ -143,19 +144,27 @@ def adapt(text):
     return out, changes
 
 
+# :tree: 7.3 reads Linux 7.3's tree (make tree unpacks it) instead of the
+# patched 7.2 tree.
+TREES = {'7.2': None, '7.3': 'build/linux-7.3'}
+
+
 class KernelPage(Directive):
     required_arguments = 1
     has_content = False
+    option_spec = {'tree': lambda arg: arg if arg in TREES else
+                   _bad_tree(arg)}
 
     def run(self):
         env = self.state.document.settings.env
-        tree = os.path.join(env.srcdir, env.config.kernelpage_tree)
+        tree = TREES[self.options.get('tree', '7.2')] or env.config.kernelpage_tree
+        tree = os.path.join(env.srcdir, tree)
         rel = self.arguments[0]
         path = os.path.join(tree, rel)
         if not os.path.exists(path):
             logger.warning(
-                f'{rel} is not in the kernel tree ({tree}): run "make kernel" '
-                'first; this page includes the patched tree\'s copy',
+                f'{rel} is not in the kernel tree ({tree}): run "make tree" '
+                'first; this page includes the tree\'s copy',
                 type='kernelpage', location=(env.docname, self.lineno))
             return []
         env.note_dependency(path)
@@ -174,6 +183,10 @@ class KernelPage(Directive):
             content.append(line, path, n)
         self.state_machine.insert_input(content, path)
         return []
+
+
+def _bad_tree(arg):
+    raise ValueError(f'kernel-page :tree: is one of {", ".join(TREES)}, not {arg!r}')
 
 
 def setup(app):
