@@ -43,7 +43,7 @@ help:
 	@echo "make vm             an interactive shell in the guest"
 	@echo "make patches        export build/linux's commits above base into kernel-patches/"
 	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
-	@echo "make docs           build the book into build/docs/ (needs the patched tree, not a built kernel)"
+	@echo "make docs           build the book into build/docs/ (needs both trees, not a built kernel)"
 	@echo "make bench          every server configuration side by side in one boot (fio)"
 	@echo "make costs          the cost table alone: copies, syscalls, CQEs per request"
 	@echo "make conformance    libfuse's syscall suite (test_syscalls) on three mounts: a table"
@@ -171,9 +171,9 @@ patches:
 patches-check: deps
 	@$(LOCKED) scripts/kernel series-check
 
-# The book quotes the patched tree's sources, so it needs the tree (the
-# pinned source, unpacked and patched: scripts/kernel tree), but no kernel
-# build: on a fresh clone that is the download and about two minutes.
+# The book quotes both trees' sources, so it needs them (the pinned
+# sources, unpacked and patched: make tree), but no kernel build: on a
+# fresh root 142 s with packages and downloads (README).
 docs: tree
 	@$(LOCKED) sphinx-build -q -E -W -n --keep-going -b html . $(BUILD)/docs
 	@echo "docs: $(BUILD)/docs/index.html"

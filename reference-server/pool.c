@@ -55,6 +55,9 @@
  */
 #define UD_POOL_CMD 2ULL
 
+/* what FUSE_INIT must offer, for messages (srv_mode_ops.kernel) */
+#define POOL_KERNEL "FUSE_HAS_IO_URING_BUFPOOL (Linux 7.3 or later)"
+
 /*
  * zero-copy.c, compiled against the v2 series' uapi, tells a zero-copied
  * request by v2's FUSE_URING_ENT_ZERO_COPY, 1 << 0 (req_zero_copied()).
@@ -314,7 +317,7 @@ static int pool_find_payload(struct srv_ent *ent)
 /* pool and pool-fixed: the flags and index tell them apart */
 const struct srv_mode_ops pool_ops = {
 	.init_needs = FUSE_HAS_IO_URING_BUFPOOL,
-	.kernel = "FUSE_HAS_IO_URING_BUFPOOL (Linux 7.3 or later)",
+	.kernel = POOL_KERNEL,
 	.ent_init = pool_ent_init,
 	.ring_init = pool_ring_init,
 	.queue_add = pool_queue_add,
@@ -374,7 +377,7 @@ static void pool_zero_copy_open(struct srv_ent *ent, struct srv_req *r)
  */
 const struct srv_mode_ops pool_zero_copy_ops = {
 	.init_needs = FUSE_HAS_IO_URING_BUFPOOL,
-	.kernel = "FUSE_HAS_IO_URING_BUFPOOL (Linux 7.3 or later)",
+	.kernel = POOL_KERNEL,
 	.ent_init = pool_ent_init,
 	.ring_init = pool_ring_init,
 	.queue_add = pool_queue_add,
