@@ -27,7 +27,7 @@ LOCKED := scripts/with-build-lock
 CC := gcc
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 
-.PHONY: help deps tree kernel kernels headers server peer tests vm check check-debug fresh-check demo bench costs conformance patches patches-check docs clean exercise exercises exercise-check
+.PHONY: help deps tree kernel kernels kernel-stock headers server peer tests vm check check-debug fresh-check demo bench costs conformance patches patches-check docs clean exercise exercises exercise-check
 .DEFAULT_GOAL := help
 
 help:
@@ -37,6 +37,7 @@ help:
 	@echo "make fresh-check    make docs and the README's two commands on a brand-new Debian 12 root (as root; about 34 minutes)"
 	@echo "make deps           install the Debian packages and download the pinned kernel"
 	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR), KERNEL=$(KERNEL))"
+	@echo "make kernel-stock   build stock 7.2 (no series) in build/stock/, for make check"
 	@echo "make kernels        both kernels: 7.2 with the v2 series, and 7.3 as merged"
 	@echo "make server         build the reference server into build/reference-server/"
 	@echo "make peer           build libfuse's passthrough_hp (the peer) into build/libfuse/"
@@ -45,7 +46,7 @@ help:
 	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
 	@echo "make docs           build the book into build/docs/ (needs both trees, not a built kernel)"
 	@echo "make bench          every server configuration side by side in one boot (fio)"
-	@echo "make costs          the cost table alone: copies, syscalls, CQEs per request"
+	@echo "make costs          the cost table alone, on 7.2 and 7.3: copies, syscalls, CQEs per request (COSTS_SAVE=1 saves it)"
 	@echo "make conformance    libfuse's syscall suite (test_syscalls) on three mounts: a table"
 	@echo "make exercise LAB=NN        your copy of the server with lab NN's TODOs cut, in build/exercises/NN/"
 	@echo "make exercise-check LAB=NN  check your TODOs, then run lab NN's check in the guest with your server"
@@ -64,6 +65,11 @@ kernel: deps
 
 kernels: deps
 	@for k in $(KERNELS); do KERNEL=$$k $(LOCKED) scripts/kernel build || exit 1; done
+
+# Linux 7.2 without the series, the third kernel the server runs on, for
+# make check (build/stock/; a warm build after the 7.2 one: see scripts/lib.sh).
+kernel-stock: kernels
+	@KERNEL=7.2 FLAVOR=stock $(LOCKED) scripts/kernel build
 
 # One server binary speaks both uapis: it builds against both trees'
 # headers (build/headers for v2, build/headers-7.3 for the pool).
@@ -139,7 +145,7 @@ $(BUILD)/tests/first-request: $(BUILD)/headers-stock/include/linux/fuse.h
 vm: kernel server tests
 	@vm/run --interactive
 
-check: kernels server peer tests
+check: kernels kernel-stock server peer tests
 	@$(LOCKED) scripts/check
 
 # The guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault
@@ -152,11 +158,12 @@ demo: kernels server tests
 	@$(LOCKED) scripts/demo
 
 # The full benchmark (not part of make check; a smoke run is).
-bench: kernel server peer
+bench: kernels server peer
 	@$(LOCKED) scripts/bench
 
-# What each request costs, counted (bench/costs), in about five minutes.
-costs: kernel server peer
+# What each request costs, counted (bench/costs), on 7.2 with the series and
+# on 7.3, in two boots.
+costs: kernels server peer
 	@$(LOCKED) scripts/bench --costs
 
 # libfuse's syscall suite, in full, on the reference server and on

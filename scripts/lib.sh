@@ -49,8 +49,23 @@ KERNEL_DEB=$(kernel_deb "$KERNEL")
 # KOBJ together name another tree and its build folder: the kernel
 # exercise's (scripts/exercise), which `scripts/kernel compile` builds and
 # vm/run boots.
+#
+# FLAVOR=stock (KERNEL=7.2 only) is 7.2 as Debian ships it, without the
+# series: the third kernel the one server binary must run on (iovec mode),
+# booted by `make check`. Its tree is a shared clone of build/linux at
+# `base`. Its folders sit as build/linux and build/obj/normal do, one level
+# down (build/stock/linux, build/stock/obj/normal), so that the compiler
+# sees the same relative paths (ccache's base_dir is $TOP) and ccache
+# serves every file the series does not touch from the 7.2 build: the
+# third kernel costs a warm build, not a cold one.
 FLAVOR=${FLAVOR:-normal}
-if [ "$KERNEL" = 7.2 ]; then
+if [ "$FLAVOR" = stock ]; then
+	[ "$KERNEL" = 7.2 ] || { printf '%s: error: FLAVOR=stock is stock 7.2: KERNEL=7.2, not "%s"\n' "${0##*/}" "$KERNEL" >&2; exit 1; }
+	PATCHES=	# none
+	LINUX=${LINUX:-$BUILD/stock/linux}
+	KOBJ=${KOBJ:-$BUILD/stock/obj/normal}
+	HEADERS=$BUILD/headers-stock
+elif [ "$KERNEL" = 7.2 ]; then
 	PATCHES=$TOP/kernel-patches
 	LINUX=${LINUX:-$BUILD/linux}
 	KOBJ=${KOBJ:-$BUILD/obj/$FLAVOR}

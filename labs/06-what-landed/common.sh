@@ -39,6 +39,29 @@ zero_copied_reads() {
 	echo "READs of $1 zero-copied (zc=1): $ZC"
 }
 
+# lab06_copies CONFIG...: count what each byte costs in copies on CONFIGs
+# (bench/servers.sh names) with the cost table's own tools: bench/costs
+# runs its three fio jobs of 8 MiB on each, the kernel's fuse_uring_send
+# and fuse_uring_commit events count the bytes it copied and lent, and
+# bench/costs-report sums them. Prints, per configuration, the copies per
+# byte of a direct READ and of a direct WRITE; leaves them in
+# COPIES_<config> as "READ/WRITE".
+lab06_copies() {
+	show_sh "COSTS_SIZE=8M COSTS_RUNS=1 COSTS_CONFIGS='$*' LAB_RUN=$W bench/costs"
+	python3 bench/costs-report "$W" >/dev/null || return 1
+	printf '%-24s %-8s %s\n' "copies per byte:" "READ" "WRITE"
+	for lc_config in "$@"; do
+		lc_v=$(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["runs"]["1"]
+c = [k for k in r if k.split("@")[0] == sys.argv[2]][0]
+j = r[c]["jobs"]
+print("%.2f/%.2f" % (j["randread-direct"]["copies_per_byte"], j["seqwrite-direct"]["copies_per_byte"]))' \
+			"$W/bench/costs.json" "$lc_config") || return 1
+		printf '%-24s %-8s %s\n' "$lc_config" "${lc_v%/*}" "${lc_v#*/}"
+		eval "COPIES_$(echo "$lc_config" | tr -c 'a-z0-9\n' _)=\$lc_v"
+	done
+}
+
 # lab06_save NAME KEY=VALUE...: this half's numbers, for the table.
 lab06_save() {
 	ls_name=$1
@@ -63,4 +86,6 @@ lab06_table() {
 	lt_row "VmPin, kB: pinned-buffers, pool-fixed" PIN_PINNED
 	lt_row "zero-copied READs, 2 MiB file" ZC_LARGE
 	lt_row "zero-copied READs, 64 KiB file" ZC_SMALL
+	lt_row "copies per byte, READ/WRITE: copying" COPIES_COPYING
+	lt_row "copies per byte, READ/WRITE: zero-copy" COPIES_ZERO_COPY
 }
