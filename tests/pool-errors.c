@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,12 @@ static const char *const cases[] = {
 	"zero_copied_read_reaches_the_server",
 	"zero_copy_abort_read_fails_econnaborted",
 	"zero_copy_abort_no_revocation_late_read_fixed_writes_the_callers_buffer",
+	"register_two_entries_on_one_zero_copy_slot_parks",
+	"shared_slot_first_read_reaches_the_server",
+	"shared_slot_second_zero_copied_read_ebusy",
+	"shared_slot_second_read_never_reaches_the_server",
+	"shared_slot_read_fixed_fills_the_held_read",
+	"shared_slot_held_read_intact",
 };
 
 static _Noreturn void die(const char *what)
@@ -627,6 +634,180 @@ static void case_zero_copy_abort(void)
 	close(memfd);
 }
 
+/*
+ * ---- two entries on one zero-copy slot --------------------------------
+ *
+ * 7.3 takes an entry's ent_zero_copy_buf_index at REGISTER without asking
+ * whether another entry has it already (fuse_uring_create_ring_ent()). The
+ * slot is filled per request, by io_buffer_register_bvec(), which refuses
+ * a slot that is taken (-EBUSY). So with both entries of a queue on one
+ * slot, a second zero-copied READ while the first is held fails: the
+ * kernel ends it with -EBUSY when it sends it, before the server sees it
+ * (fuse_uring_prepare_send()), and puts the entry back. The held READ is
+ * not disturbed. This case records that; the v2 series has no slot index
+ * to share (the entry id is the slot).
+ */
+struct zc_reader {
+	char *buf;
+	ssize_t n;
+	int err;		/* errno of open() or pread(), or 0 */
+	int done;
+};
+
+/* Read the file on CPU 0: the queue is the caller's CPU, so every reader
+ * of this case lands on queue 0. */
+static void *zc_read_on_cpu0(void *arg)
+{
+	struct zc_reader *r = arg;
+	char path[512];
+	cpu_set_t one;
+	int fd;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		r->err = errno;
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		r->err = errno;
+	} else {
+		r->n = pread(fd, r->buf, ZC_SIZE, 0);
+		if (r->n < 0)
+			r->err = errno;
+		close(fd);
+	}
+	__atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/*
+ * Serve what arrives for up to 100 ms: a zero-copied READ is not answered
+ * but returned in *q and *e (1); the READ_FIXED's CQE (user_data 0xfeed)
+ * leaves its result in *fixed_res (2); a timeout or a failed command, 0.
+ */
+static int zc_serve_one(int *q, int *e, int *fixed_res)
+{
+	struct __kernel_timespec ts = { .tv_nsec = 100 * 1000 * 1000 };
+	struct io_uring_cqe *cqe;
+	uint64_t ud;
+	int res;
+
+	if (io_uring_wait_cqe_timeout(&c.ring, &cqe, &ts))
+		return 0;
+	ud = cqe->user_data;
+	res = cqe->res;
+	io_uring_cqe_seen(&c.ring, cqe);
+	if (ud == 0xfeed) {
+		*fixed_res = res;
+		return 2;
+	}
+	if (res < 0)
+		return 0;
+	*q = (int)ud / DEPTH;
+	*e = (int)ud % DEPTH;
+	if (((struct fuse_in_header *)c.hdr[*q][*e].in_out)->opcode == FUSE_READ &&
+	    (c.hdr[*q][*e].ring_ent_in_out.flags & FUSE_URING_ENT_ZERO_COPY))
+		return 1;
+	zc_serve(*q, *e);
+	return 0;
+}
+
+static void case_zero_copy_shared_slot(void)
+{
+	static char buf1[ZC_SIZE] __attribute__((aligned(4096)));
+	static char buf2[ZC_SIZE] __attribute__((aligned(4096)));
+	struct zc_reader r1 = { .buf = buf1 }, r2 = { .buf = buf2 };
+	int held_q = -1, held_e = -1, q, e, second = 0, fixed_res = 0, err = 0;
+	struct io_uring_sqe *sqe;
+	char pattern[ZC_SIZE];
+	pthread_t t1, t2;
+	int memfd, tries;
+
+	for (int i = 0; i < ZC_SIZE; i++)
+		pattern[i] = (char)('a' + i % 26);
+	memfd = memfd_create("f", MFD_CLOEXEC);
+	if (memfd < 0 || pwrite(memfd, pattern, ZC_SIZE, 0) != ZC_SIZE)
+		die("memfd");
+	conn_open();
+	for (q = 0; q < nq && !err; q++) {
+		err = add_queue(q, FUSE_URING_ZERO_COPY);
+		err = err ? err : add_bufpool(q, NBUFS * PAYLOAD, 0, true);
+		for (e = 0; e < DEPTH && !err; e++)
+			err = reg(q, e, true, (uint16_t)zc_slot(q, 0)) == 1 ?
+			      0 : -EPROTO;
+	}
+	expect("register_two_entries_on_one_zero_copy_slot_parks", 0, err);
+	if (err) {
+		conn_close();
+		close(memfd);
+		return;
+	}
+	/* the first reader's zero-copied READ: held */
+	pthread_create(&t1, NULL, zc_read_on_cpu0, &r1);
+	for (tries = 0; held_q < 0 && tries < 300; tries++)
+		if (zc_serve_one(&q, &e, &fixed_res) == 1) {
+			held_q = q;
+			held_e = e;
+		}
+	result("shared_slot_first_read_reaches_the_server", held_q == 0,
+	       "held READ on queue %d", held_q);
+	if (held_q >= 0) {
+		/* the second reader, on the other entry, while it is held */
+		pthread_create(&t2, NULL, zc_read_on_cpu0, &r2);
+		for (tries = 0; tries < 300 &&
+		     !__atomic_load_n(&r2.done, __ATOMIC_SEQ_CST); tries++)
+			if (zc_serve_one(&q, &e, &fixed_res) == 1) {
+				second = 1;
+				break;
+			}
+		expect("shared_slot_second_zero_copied_read_ebusy", -EBUSY,
+		       __atomic_load_n(&r2.done, __ATOMIC_SEQ_CST) ?
+		       -r2.err : -ETIMEDOUT);
+		result("shared_slot_second_read_never_reaches_the_server",
+		       !second, "it arrived at entry %d", e);
+		/* then the held READ is answered as the server would */
+		sqe = io_uring_get_sqe(&c.ring);
+		io_uring_prep_read_fixed(sqe, memfd, NULL, ZC_SIZE, 0,
+					 zc_slot(held_q, 0));
+		sqe->user_data = 0xfeed;
+		io_uring_submit(&c.ring);
+		for (tries = 0; tries < 300; tries++)
+			if (zc_serve_one(&q, &e, &fixed_res) == 2)
+				break;
+		expect("shared_slot_read_fixed_fills_the_held_read", ZC_SIZE,
+		       fixed_res);
+		struct fuse_uring_req_header *h = &c.hdr[held_q][held_e];
+		struct fuse_in_header *in = (void *)h->in_out;
+
+		*(struct fuse_out_header *)h->in_out = (struct fuse_out_header){
+			(uint32_t)(sizeof(struct fuse_out_header) + ZC_SIZE), 0,
+			in->unique };
+		h->ring_ent_in_out.payload_sz = ZC_SIZE;
+		cmd(&sqe, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, held_q,
+		    held_e)->commit_id = h->ring_ent_in_out.commit_id;
+		fixed(sqe, held_q);
+		io_uring_submit(&c.ring);
+		for (tries = 0; tries < 300 &&
+		     !__atomic_load_n(&r1.done, __ATOMIC_SEQ_CST); tries++)
+			zc_serve_one(&q, &e, &fixed_res);
+		result("shared_slot_held_read_intact",
+		       r1.n == ZC_SIZE && !memcmp(buf1, pattern, ZC_SIZE),
+		       "read gave %zd (%s)", r1.n, strerror(r1.err));
+		if (!__atomic_load_n(&r2.done, __ATOMIC_SEQ_CST))
+			umount2(mnt, MNT_FORCE);	/* let it return */
+		pthread_join(t2, NULL);
+	}
+	printf("# 7.3: two entries on one zero-copy slot: the second reader's "
+	       "read(2), while the first is held: %s\n",
+	       r2.done ? (r2.err ? strerror(r2.err) : "success") : "not run");
+	if (!__atomic_load_n(&r1.done, __ATOMIC_SEQ_CST))
+		umount2(mnt, MNT_FORCE);
+	pthread_join(t1, NULL);
+	conn_close();
+	close(memfd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--list")) {
@@ -660,5 +841,6 @@ int main(int argc, char **argv)
 	case_per_entry_register_on_zero_copy_queue();
 	case_commit_fixed();
 	case_zero_copy_abort();
+	case_zero_copy_shared_slot();
 	return unit_exit_status();
 }

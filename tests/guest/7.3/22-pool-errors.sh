@@ -11,7 +11,10 @@
 # with another fixed buffer's index, on a fixed pool, after which the right
 # commit still answers the request; and, with zero-copy, what an abort
 # leaves: 7.3 does not revoke the caller's pages, so a late READ_FIXED
-# writes into the buffer the caller has had back (recorded, as 7.3 does it).
+# writes into the buffer the caller has had back (recorded, as 7.3 does it);
+# and two entries of a queue on one zero-copy slot: REGISTER takes both, and
+# while one zero-copied READ is held, the next one fails with EBUSY before
+# the server sees it, the held one's data intact (recorded too).
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
