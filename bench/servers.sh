@@ -12,6 +12,14 @@
 #   passthrough_hp             libfuse's passthrough_hp -o io_uring, its
 #                              data through the ring too (--nopassthrough)
 
+# Both servers cache names and attributes for a day: passthrough_hp's
+# default, which assumes that nothing but the server changes the backing
+# directory (true here); the reference server's default is libfuse's 1 s,
+# so it is told the same (--timeout). Otherwise the counts would compare
+# cache settings, not servers: a 1 s cache re-asks LOOKUP and GETATTR, and
+# each refreshed inode asks again for its security.capability.
+REFSRV_CACHE=--timeout=86400
+
 # mount_config NAME [SERVER-ARGS...]: mount NAME's server on $M (or
 # nothing, for the ceiling), with SERVER-ARGS added (a sweep's setting).
 # Sets DIR to the directory fio runs in and PID to the server's process.
@@ -23,13 +31,13 @@ mount_config() {
 	ceiling) DIR=$B; return 0 ;;
 	refsrv-*-unlinked)
 		mode=${config#refsrv-}
-		"$SRV" --foreground --verbose --mode="${mode%-unlinked}" --unlinked \
+		"$SRV" --foreground --verbose $REFSRV_CACHE --mode="${mode%-unlinked}" --unlinked \
 			"$@" "$B" "$M" 2>"$W/server.log" & ;;
 	refsrv-*-nbufs*)
 		mode=${config#refsrv-}
-		"$SRV" --foreground --verbose --mode="${mode%-nbufs*}" \
+		"$SRV" --foreground --verbose $REFSRV_CACHE --mode="${mode%-nbufs*}" \
 			--nbufs="${mode##*-nbufs}" "$@" "$B" "$M" 2>"$W/server.log" & ;;
-	refsrv-*) "$SRV" --foreground --verbose --mode="${config#refsrv-}" "$@" \
+	refsrv-*) "$SRV" --foreground --verbose $REFSRV_CACHE --mode="${config#refsrv-}" "$@" \
 		"$B" "$M" 2>"$W/server.log" & ;;
 	passthrough_hp) "$PEER" --foreground --nopassthrough -o io_uring "$B" "$M" >"$W/server.log" 2>&1 & ;;
 	*) die "no configuration called '$config' (bench/servers.sh lists them)" ;;

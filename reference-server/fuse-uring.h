@@ -78,6 +78,8 @@ struct srv_opts {
 	bool fallback;			/* zero-copy: pinned-buffers without CAP_SYS_ADMIN */
 	bool unlinked;			/* zero-copy: commit after the fixed I/O's CQE */
 	size_t zero_copy_min;		/* pool-zero-copy: only files this big, at open */
+	unsigned int timeout;		/* seconds the kernel may cache names, attrs */
+	unsigned int negative_timeout;	/* ... and that a name is missing */
 	bool allow_other;		/* every user may reach the mount */
 	bool foreground;
 	bool trace;			/* one line per request on stderr */
@@ -92,6 +94,8 @@ struct srv_opts {
 #define SRV_MIN_PAYLOAD_SIZE FUSE_MIN_READ_BUFFER
 #define SRV_MAX_PAYLOAD_SIZE (16 * 1024 * 1024)
 #define SRV_MAX_NBUFS 65535	/* v2's buf_id is a u16; 7.3's pool: below 4 GiB */
+#define SRV_DEFAULT_TIMEOUT 1	/* seconds: libfuse's default */
+#define SRV_MAX_TIMEOUT 86400	/* a day: passthrough_hp's default */
 
 int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen);
@@ -157,12 +161,15 @@ uint64_t init_offered(const struct fuse_init_in *in);
 int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		     unsigned int nr_queues, long page_size,
 		     struct fuse_init_out *out);
+unsigned int mode_after_kill_suidgid(unsigned int mode);
 
 /* ---- the passthrough file system (ops.c, inodes.c) --------------------- */
 
 int ops_init(const char *backing_dir);
+void ops_set_timeouts(unsigned int timeout, unsigned int negative_timeout);
 void ops_destroy(void);
 int srv_dispatch(struct srv_req *r);
+int srv_write_kill_suidgid(const struct srv_req *r);
 
 /* ---- queues and ring entries (ring.c) ---------------------------------- */
 

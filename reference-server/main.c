@@ -85,6 +85,7 @@ int main(int argc, char **argv)
 	/* the kernel already applied the caller's umask to every mode */
 	umask(0);
 
+	ops_set_timeouts(o.timeout, o.negative_timeout);
 	err = ops_init(o.backing_dir);
 	if (err) {
 		fprintf(stderr, SRV_NAME ": %s: %s\n", o.backing_dir,

@@ -19,8 +19,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-/* How long the kernel may cache names and attributes: libfuse's default. */
-#define TIMEOUT_SEC 1
+/* How long the kernel may cache names and attributes, and that a name is
+ * missing (--timeout). */
+static unsigned int cache_timeout = SRV_DEFAULT_TIMEOUT;
+static unsigned int negative_timeout;
 
 /* doc: reply-begin */
 /*
@@ -68,8 +70,8 @@ static int fd_entry(int fd, struct fuse_entry_out *e)
 		return err;
 	memset(e, 0, sizeof(*e));
 	e->nodeid = inode_nodeid(ino);
-	e->entry_valid = TIMEOUT_SEC;
-	e->attr_valid = TIMEOUT_SEC;
+	e->entry_valid = cache_timeout;
+	e->attr_valid = cache_timeout;
 	stat_to_fuse_attr(&st, &e->attr);
 	return 0;
 }
@@ -97,6 +99,17 @@ static int srv_lookup(struct srv_req *r)
 	err = req_name(r, 0, &name, &n);
 	if (!err)
 		err = do_lookup(inode_get(r->in->nodeid), name, &e);
+	/*
+	 * A name that is not there: with --timeout, say so in an entry of
+	 * nodeid 0, which the kernel keeps as a negative dentry for
+	 * entry_valid; an ENOENT error it would ask again for, at the next
+	 * open(O_CREAT) or stat of the name.
+	 */
+	if (err == -ENOENT && negative_timeout) {
+		memset(&e, 0, sizeof(e));
+		e.entry_valid = negative_timeout;
+		err = 0;
+	}
 	if (!err)
 		memcpy(reply(r, sizeof(e)), &e, sizeof(e));
 	return err;
@@ -135,7 +148,7 @@ static int reply_attr(struct srv_req *r, const struct srv_inode *ino)
 	if (err)
 		return err;
 	a = reply(r, sizeof(*a));
-	a->attr_valid = TIMEOUT_SEC;
+	a->attr_valid = cache_timeout;
 	stat_to_fuse_attr(&st, &a->attr);
 	return 0;
 }
@@ -161,9 +174,42 @@ static int srv_statx(struct srv_req *r)
 	if (statx(inode_get(r->in->nodeid)->fd, "", flags, in->sx_mask, &sx) < 0)
 		return -errno;
 	o = reply(r, sizeof(*o));
-	o->attr_valid = TIMEOUT_SEC;
+	o->attr_valid = cache_timeout;
 	statx_to_fuse_statx(&sx, &o->stat);
 	return 0;
+}
+
+/*
+ * FUSE_HANDLE_KILLPRIV_V2 (proto.c, init_reply_build()): the kernel leaves
+ * the clearing of set-user-ID and set-group-ID to us, and flags the
+ * requests where the VFS would clear them: a WRITE or a truncate by a
+ * caller without CAP_FSETID, an open with O_TRUNC, a chown. The backing
+ * file system removes security.capability by itself when we write or
+ * truncate. fd may be an O_PATH fd: the mode is changed through /proc.
+ */
+static int kill_suidgid(int fd)
+{
+	char proc[64];
+	struct stat st;
+	mode_t mode;
+
+	proc_path(fd, proc);
+	if (stat(proc, &st) < 0)
+		return -errno;
+	mode = (mode_t)mode_after_kill_suidgid(st.st_mode & 07777);
+	if (mode != (st.st_mode & 07777) && chmod(proc, mode) < 0)
+		return -errno;
+	return 0;
+}
+
+/* A WRITE's part of it, before the data moves: also the zero-copy path's. */
+int srv_write_kill_suidgid(const struct srv_req *r)
+{
+	const struct fuse_write_in *in = r->arg;
+
+	if (!(in->write_flags & FUSE_WRITE_KILL_SUIDGID))
+		return 0;
+	return kill_suidgid((int)in->fh);
 }
 
 /* Each FATTR_ bit is one syscall; an open fh (FATTR_FH) is used if given. */
@@ -189,6 +235,12 @@ static int srv_setattr(struct srv_req *r)
 	if (!res && (in->valid & FATTR_SIZE))
 		res = fh >= 0 ? ftruncate(fh, (off_t)in->size) :
 				truncate(proc, (off_t)in->size);
+	if (!res && (in->valid & FATTR_KILL_SUIDGID)) {
+		int err = kill_suidgid(ino->fd);
+
+		if (err)
+			return err;
+	}
 	if (!res && (in->valid & (FATTR_ATIME | FATTR_MTIME))) {
 		struct timespec ts[2] = {
 			{ .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT },
@@ -227,6 +279,14 @@ static int srv_open(struct srv_req *r)
 	fd = open(proc, (int)in->flags & ~O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
+	if (in->open_flags & FUSE_OPEN_KILL_SUIDGID) {
+		int err = kill_suidgid(fd);
+
+		if (err) {
+			close(fd);
+			return err;
+		}
+	}
 	o = reply(r, sizeof(*o));
 	o->fh = (uint64_t)fd;
 	return 0;
@@ -252,7 +312,9 @@ static int srv_create(struct srv_req *r)
 		    ((int)in->flags | O_CREAT) & ~O_NOFOLLOW, in->mode);
 	if (fd < 0)
 		return -errno;
-	err = do_lookup(parent, name, &out.e);
+	/* O_TRUNC of a file that was there already */
+	err = (in->open_flags & FUSE_OPEN_KILL_SUIDGID) ? kill_suidgid(fd) : 0;
+	err = err ? err : do_lookup(parent, name, &out.e);
 	if (err) {
 		close(fd);
 		return err;
@@ -320,6 +382,9 @@ static int srv_write(struct srv_req *r)
 
 	if (in->size > r->data_len)
 		return -EINVAL;
+	n = srv_write_kill_suidgid(r);
+	if (n)
+		return (int)n;
 	n = pwrite((int)in->fh, r->data, in->size, (off_t)in->offset);
 	if (n < 0)
 		return -errno;
@@ -967,6 +1032,13 @@ int srv_dispatch(struct srv_req *r)
 	return srv_handlers[opcode](r);
 }
 /* doc: dispatch-end */
+
+/* --timeout: what the replies let the kernel cache, in seconds */
+void ops_set_timeouts(unsigned int timeout, unsigned int negative)
+{
+	cache_timeout = timeout;
+	negative_timeout = negative;
+}
 
 int ops_init(const char *backing_dir)
 {

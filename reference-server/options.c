@@ -244,6 +244,12 @@ void print_usage(FILE *f)
 "  --zero-copy-min=SIZE pool-zero-copy: ask for zero-copy only for files\n"
 "                      of at least SIZE bytes when opened (K/M suffixes;\n"
 "                      default: every file). Linux 7.3 chooses per file\n"
+"  --timeout=SECONDS   how long the kernel may cache names, attributes and\n"
+"                      that a name is missing, 0..%d; default libfuse's:\n"
+"                      %d s for names and attributes, none for missing\n"
+"                      names. Longer is right only when nothing else\n"
+"                      changes the backing directory (passthrough_hp\n"
+"                      assumes that, with a day)\n"
 "  --allow-other       let every user reach the mount, not only the one\n"
 "                      who mounted it; the kernel still checks each access\n"
 "                      against the files' modes (default_permissions), and\n"
@@ -257,7 +263,8 @@ void print_usage(FILE *f)
 "Needs: root, /dev/fuse, /proc, and FUSE io_uring enabled:\n"
 "  echo 1 > /sys/module/fuse/parameters/enable_uring\n",
 		SRV_MAX_QUEUE_DEPTH, SRV_DEFAULT_QUEUE_DEPTH,
-		SRV_MIN_PAYLOAD_SIZE, SRV_MAX_PAYLOAD_SIZE, SRV_MAX_NBUFS);
+		SRV_MIN_PAYLOAD_SIZE, SRV_MAX_PAYLOAD_SIZE, SRV_MAX_NBUFS,
+		SRV_MAX_TIMEOUT, SRV_DEFAULT_TIMEOUT);
 }
 
 /* A decimal number with an optional K or M suffix; -EINVAL otherwise. */
@@ -331,7 +338,7 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen)
 {
 	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_NBUFS, OPT_FALLBACK,
-	       OPT_UNLINKED, OPT_ZC_MIN, OPT_ALLOW_OTHER, OPT_FG, OPT_TRACE,
+	       OPT_UNLINKED, OPT_ZC_MIN, OPT_TIMEOUT, OPT_ALLOW_OTHER, OPT_FG, OPT_TRACE,
 	       OPT_VERBOSE, OPT_HELP };
 	static const struct option longopts[] = {
 		{ "queue-depth", required_argument, NULL, OPT_DEPTH },
@@ -341,6 +348,7 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		{ "fallback", no_argument, NULL, OPT_FALLBACK },
 		{ "unlinked", no_argument, NULL, OPT_UNLINKED },
 		{ "zero-copy-min", required_argument, NULL, OPT_ZC_MIN },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
 		{ "foreground", no_argument, NULL, OPT_FG },
 		{ "trace", no_argument, NULL, OPT_TRACE },
@@ -356,6 +364,7 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 		.queue_depth = SRV_DEFAULT_QUEUE_DEPTH,
 		.payload_size = SRV_DEFAULT_PAYLOAD_SIZE,
 		.mode = SRV_MODE_AUTO,
+		.timeout = SRV_DEFAULT_TIMEOUT,
 	};
 	err[0] = '\0';
 	optind = 0;	/* glibc: a full reset, so the parser can run again */
@@ -404,6 +413,23 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			}
 			o->zero_copy_min = (size_t)v;
 			break;
+		case OPT_TIMEOUT: {
+			char *end;
+			unsigned long t;
+
+			errno = 0;
+			t = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			    t > SRV_MAX_TIMEOUT) {
+				snprintf(err, errlen, "--timeout must be 0..%d "
+					 "seconds, got '%s'", SRV_MAX_TIMEOUT,
+					 optarg);
+				return -EINVAL;
+			}
+			o->timeout = (unsigned int)t;
+			o->negative_timeout = (unsigned int)t;
+			break;
+		}
 		case OPT_ALLOW_OTHER:
 			o->allow_other = true;
 			break;

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- what the protocol says about each opcode ------------------------- */
 
@@ -367,6 +368,20 @@ void statx_to_fuse_statx(const struct statx *sx, struct fuse_statx *f)
 	f->dev_minor = sx->stx_dev_minor;
 }
 
+/*
+ * What clearing set-user-ID and set-group-ID leaves of a mode, as the VFS
+ * does it on a write (setattr_should_drop_suidgid()): set-user-ID always;
+ * set-group-ID only with group execute, since without it the bit does not
+ * give privilege (it marks the file for mandatory locking).
+ */
+unsigned int mode_after_kill_suidgid(unsigned int mode)
+{
+	mode &= ~(unsigned int)S_ISUID;
+	if (mode & S_IXGRP)
+		mode &= ~(unsigned int)S_ISGID;
+	return mode;
+}
+
 /* ---- FUSE_INIT -------------------------------------------------------- */
 
 /*
@@ -428,7 +443,12 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		FUSE_PARALLEL_DIROPS |
 		/* the directory's group, where the caller has it only as a
 		 * supplementary group (ops.c, as_caller()) */
-		FUSE_CREATE_SUPP_GROUP;
+		FUSE_CREATE_SUPP_GROUP |
+		/* we clear set-user-ID and set-group-ID where the kernel says
+		 * (ops.c, kill_suidgid()); in exchange it may remember that a
+		 * file has no security.capability (SB_NOSEC), instead of
+		 * asking for it with a GETXATTR before every WRITE */
+		FUSE_HANDLE_KILLPRIV_V2;
 
 	memset(out, 0, sizeof(*out));
 	out->major = FUSE_KERNEL_VERSION;

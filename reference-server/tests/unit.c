@@ -433,7 +433,7 @@ static void test_init(void)
 	uint64_t offered = FUSE_ASYNC_READ | FUSE_BIG_WRITES |
 			   FUSE_WRITEBACK_CACHE | FUSE_MAX_PAGES |
 			   FUSE_INIT_EXT | FUSE_OVER_IO_URING |
-			   FUSE_HAS_URING_BUFRING;
+			   FUSE_HAS_URING_BUFRING | FUSE_HANDLE_KILLPRIV_V2;
 	struct fuse_init_in in = {
 		.major = 7, .minor = 45, .max_readahead = 131072,
 		.flags = (uint32_t)offered, .flags2 = (uint32_t)(offered >> 32),
@@ -448,6 +448,10 @@ static void test_init(void)
 	       !err && (got & FUSE_OVER_IO_URING) && (got & FUSE_INIT_EXT) &&
 	       (got & FUSE_MAX_PAGES) && !(got & FUSE_WRITEBACK_CACHE),
 	       "err=%d flags=%#llx", err, (unsigned long long)got);
+	/* so that the kernel stops asking for security.capability per WRITE */
+	result("init_reply_takes_handle_killpriv_v2",
+	       !err && (got & FUSE_HANDLE_KILLPRIV_V2), "flags=%#llx",
+	       (unsigned long long)got);
 	result("init_reply_sizes_from_payload",
 	       out.max_write == 1 << 20 && out.max_pages == 256 &&
 	       out.max_background == 16 && out.max_readahead == 131072 &&
@@ -495,6 +499,19 @@ static void test_init(void)
 	in.flags &= ~FUSE_INIT_EXT;
 	EXPECT_INT("init_without_init_ext_eproto", -EPROTO,
 		   init_reply_build(&in, &o, 2, 4096, &out));
+}
+
+/* what a WRITE by a caller without CAP_FSETID leaves of a mode (the VFS's rule) */
+static void test_kill_suidgid(void)
+{
+	EXPECT_INT("kill_suidgid_clears_suid", 0755,
+		   (int)mode_after_kill_suidgid(04755));
+	EXPECT_INT("kill_suidgid_clears_sgid_with_group_exec", 0755,
+		   (int)mode_after_kill_suidgid(02755));
+	EXPECT_INT("kill_suidgid_keeps_sgid_without_group_exec", 02745,
+		   (int)mode_after_kill_suidgid(02745));
+	EXPECT_INT("kill_suidgid_keeps_sticky_and_the_rest", 01644,
+		   (int)mode_after_kill_suidgid(05644));
 }
 
 /* ---- options ---------------------------------------------------------- */
@@ -1128,8 +1145,17 @@ static void test_handlers(void)
 	       !err && ((struct fuse_entry_out *)outbuf)->nodeid == file_node &&
 	       ((struct fuse_entry_out *)outbuf)->attr.size == 11,
 	       "err=%d", err);
+	/* libfuse's default: a missing name is not cached */
 	EXPECT_INT("lookup_missing_enoent", -ENOENT,
 		   call(FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "nope\0", 5, &r));
+	/* with --timeout, it is: a negative entry, nodeid 0 */
+	ops_set_timeouts(60, 60);
+	err = call(FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "nope\0", 5, &r);
+	result("lookup_missing_with_timeout_negative_entry",
+	       !err && ((struct fuse_entry_out *)outbuf)->nodeid == 0 &&
+	       ((struct fuse_entry_out *)outbuf)->entry_valid == 60,
+	       "err=%d", err);
+	ops_set_timeouts(SRV_DEFAULT_TIMEOUT, 0);
 
 	EXPECT_INT("mkdir_ok", 0,
 		   call(FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "d\0", 2, &r));
@@ -1630,12 +1656,45 @@ static void test_readdir(void)
 	rmdir(dir);
 }
 
+/* --timeout: how long the kernel may cache; 0 is allowed, a bad value is not */
+static void test_timeout_option(void)
+{
+	char err[256];
+	struct srv_opts o;
+	int ret;
+
+	ret = parse(&o, err, "/b", "/m", NULL);
+	EXPECT_INT("options_timeout_default_is_libfuses", SRV_DEFAULT_TIMEOUT,
+		   ret ? -1 : (int)o.timeout);
+	EXPECT_INT("options_no_negative_cache_by_default", 0,
+		   ret ? -1 : (int)o.negative_timeout);
+	ret = parse(&o, err, "--timeout=86400", "/b", "/m", NULL);
+	EXPECT_INT("options_timeout_a_day", 86400, ret ? -1 : (int)o.timeout);
+	EXPECT_INT("options_timeout_caches_missing_names_too", 86400,
+		   ret ? -1 : (int)o.negative_timeout);
+	ret = parse(&o, err, "--timeout=0", "/b", "/m", NULL);
+	EXPECT_INT("options_timeout_zero_caches_nothing", 0,
+		   ret ? -1 : (int)o.timeout);
+	ret = parse(&o, err, "--timeout=86401", "/b", "/m", NULL);
+	result("options_timeout_over_a_day_refused", ret == -EINVAL &&
+	       strstr(err, "--timeout must be 0..86400 seconds, got '86401'"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--timeout=-1", "/b", "/m", NULL);
+	result("options_timeout_negative_refused", ret == -EINVAL,
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--timeout=1s", "/b", "/m", NULL);
+	result("options_timeout_with_a_unit_refused", ret == -EINVAL,
+	       "ret=%d err=%s", ret, err);
+}
+
 int main(void)
 {
 	test_opcode_names();
 	test_opcode_table();
 	test_parse_dev();
 	test_parse_ring();
+	test_kill_suidgid();
+	test_timeout_option();
 	test_parse_ring_no_buf();
 	test_bufring_has_buf();
 	test_req_name();
