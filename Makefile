@@ -168,7 +168,8 @@ costs: kernels server peer
 
 # libfuse's syscall suite, in full, on the reference server and on
 # passthrough_hp in one boot, with a table (make check runs the same guest
-# file, tests/guest/31, and counts its checks).
+# file, tests/guest/31, and counts its checks); KERNEL=7.3 runs it on 7.3,
+# with pool mode (tests/guest/7.3/31).
 conformance: kernel server peer
 	@$(LOCKED) scripts/conformance
 
