@@ -183,7 +183,10 @@ static int srv_statx(struct srv_req *r)
  * FUSE_HANDLE_KILLPRIV_V2 (proto.c, init_reply_build()): the kernel leaves
  * the clearing of set-user-ID and set-group-ID to us, and flags the
  * requests where the VFS would clear them: a WRITE or a truncate by a
- * caller without CAP_FSETID, an open with O_TRUNC, a chown. The backing
+ * caller without CAP_FSETID (an open(O_TRUNC) comes as a truncate, since
+ * we do not take FUSE_ATOMIC_O_TRUNC; a CREATE of a file that exists may
+ * carry FUSE_OPEN_KILL_SUIDGID), and a chown. fallocate and
+ * copy_file_range carry no flag: clears_privs_as_caller(). The backing
  * file system removes security.capability by itself when we write or
  * truncate. fd may be an O_PATH fd: the mode is changed through /proc.
  */
@@ -279,14 +282,6 @@ static int srv_open(struct srv_req *r)
 	fd = open(proc, (int)in->flags & ~O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	if (in->open_flags & FUSE_OPEN_KILL_SUIDGID) {
-		int err = kill_suidgid(fd);
-
-		if (err) {
-			close(fd);
-			return err;
-		}
-	}
 	o = reply(r, sizeof(*o));
 	o->fh = (uint64_t)fd;
 	return 0;
@@ -970,6 +965,19 @@ static bool creates_a_name(uint32_t opcode)
 	       opcode == FUSE_SYMLINK;
 }
 
+/*
+ * Requests that change a file's data without a kill flag: with
+ * FUSE_HANDLE_KILLPRIV_V2 the kernel leaves clearing set-user-ID and
+ * set-group-ID to us (kill_suidgid()) but flags only WRITE, truncate and
+ * chown. Made as the caller, these clear them in the backing file system
+ * as the VFS would: the thread lacks CAP_FSETID unless the caller is root.
+ */
+static bool clears_privs_as_caller(uint32_t opcode)
+{
+	return opcode == FUSE_FALLOCATE || opcode == FUSE_COPY_FILE_RANGE ||
+	       opcode == FUSE_COPY_FILE_RANGE_64;
+}
+
 /* Set by ops_init(): whether this server can take on the caller's ids. */
 static bool can_act_as_caller;
 
@@ -1027,7 +1035,8 @@ int srv_dispatch(struct srv_req *r)
 	if (opcode >= sizeof(srv_handlers) / sizeof(srv_handlers[0]) ||
 	    !srv_handlers[opcode])
 		return -ENOSYS;
-	if (creates_a_name(opcode) && can_act_as_caller)
+	if ((creates_a_name(opcode) || clears_privs_as_caller(opcode)) &&
+	    can_act_as_caller)
 		return as_caller(srv_handlers[opcode], r);
 	return srv_handlers[opcode](r);
 }

@@ -371,8 +371,9 @@ void statx_to_fuse_statx(const struct statx *sx, struct fuse_statx *f)
 /*
  * What clearing set-user-ID and set-group-ID leaves of a mode, as the VFS
  * does it on a write (setattr_should_drop_suidgid()): set-user-ID always;
- * set-group-ID only with group execute, since without it the bit does not
- * give privilege (it marks the file for mandatory locking).
+ * set-group-ID with group execute. Without group execute the VFS also
+ * drops it when the writer is not in the file's group; the request does
+ * not carry the writer's groups, so this server keeps it then.
  */
 unsigned int mode_after_kill_suidgid(unsigned int mode)
 {

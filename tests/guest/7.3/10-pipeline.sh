@@ -18,9 +18,14 @@ case "$(uname -r)" in
 *) fail "kernel release names build/linux-7.3 HEAD" "$(uname -r) does not contain $head" ;;
 esac
 
-patches=$(find kernel-patches-7.3 -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | wc -l)
+series=$(find kernel-patches-7.3 -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort)
+patches=$(printf '%s\n' "$series" | grep -c .)
 check_eq "build/linux-7.3 holds the $patches patches of kernel-patches-7.3/ above base" \
 	"$patches" "$(git -C build/linux-7.3 rev-list --count base..HEAD)"
+# scripts/kernel stamps the tree with the hash of the series it applied
+check_eq "build/linux-7.3 was made from exactly these patch files" \
+	"$(printf '%s\n' "$series" | xargs cat | sha256sum | cut -d' ' -f1)" \
+	"$(cat build/linux-7.3/.git/lab-series 2>/dev/null)"
 
 check_eq "the 7.3 headers say FUSE minor 46" "46" \
 	"$(sed -n 's/^#define FUSE_KERNEL_MINOR_VERSION[[:space:]]*\([0-9]*\).*/\1/p' build/headers-7.3/include/linux/fuse.h)"
