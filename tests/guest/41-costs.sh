@@ -66,6 +66,17 @@ check_eq "zero-copy seqwrite-direct: 1 copy per byte (WRITE_FIXED's)" \
 check_eq "seqread-buffered: READs of 256 KiB (64 for 16 MiB)" \
 	"64" "$(cost 1 refsrv-iovec seqread-buffered data_requests)"
 
+# The second wake-up of zero-copy (#36): the backing directory is tmpfs,
+# whose files lack FMODE_NOWAIT, so io_uring cannot try a READ_FIXED or
+# WRITE_FIXED inline and hands each to an io-wq worker, whose completion
+# wakes the server. The copying modes' pread/pwrite are plain syscalls.
+for job in randread-direct seqwrite-direct; do
+	check_eq "iovec $job: no request goes to io-wq" \
+		"0" "$(cost 1 refsrv-iovec "$job" io_wq_punts)"
+	check_eq "zero-copy $job: its fixed operation goes to io-wq, once per request (tmpfs: no FMODE_NOWAIT)" \
+		"1" "$(cost 1 refsrv-zero-copy "$job" io_wq_punts)"
+done
+
 # minus CONFIG-A CONFIG-B JOB KEY: run 1's count of CONFIG-A less
 # CONFIG-B's, per data request.
 minus() {

@@ -67,6 +67,15 @@ check_eq "7.3 pool-zero-copy seqwrite-direct: 1 copy per byte (WRITE_FIXED's)" \
 check_eq "7.3 seqread-buffered: READs of 1 MiB (16 for 16 MiB)" \
 	"16" "$(cost 1 refsrv-pool seqread-buffered data_requests)"
 
+# As on 7.2: tmpfs has no FMODE_NOWAIT, so each fixed operation of
+# zero-copy goes to an io-wq worker (tests/guest/41-costs.sh).
+for job in randread-direct seqwrite-direct; do
+	check_eq "7.3 pool $job: no request goes to io-wq" \
+		"0" "$(cost 1 refsrv-pool "$job" io_wq_punts)"
+	check_eq "7.3 pool-zero-copy $job: its fixed operation goes to io-wq, once per request" \
+		"1" "$(cost 1 refsrv-pool-zero-copy "$job" io_wq_punts)"
+done
+
 # minus CONFIG-A CONFIG-B JOB KEY: run 1's count of CONFIG-A less
 # CONFIG-B's on 7.3, per data request.
 minus() {
