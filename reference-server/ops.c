@@ -1035,8 +1035,9 @@ int srv_dispatch(struct srv_req *r)
 	if (opcode >= sizeof(srv_handlers) / sizeof(srv_handlers[0]) ||
 	    !srv_handlers[opcode])
 		return -ENOSYS;
-	if ((creates_a_name(opcode) || clears_privs_as_caller(opcode)) &&
-	    can_act_as_caller)
+	if (can_act_as_caller && (creates_a_name(opcode) ||
+				  /* root, like us, clears nothing */
+				  (clears_privs_as_caller(opcode) && r->in->uid)))
 		return as_caller(srv_handlers[opcode], r);
 	return srv_handlers[opcode](r);
 }
