@@ -548,14 +548,16 @@ static int zc_slot(int q, int e)
 	return nq + q * DEPTH + e;
 }
 
-static void case_zero_copy_abort(void)
+/*
+ * The memfd both zero-copy cases read from ('a' + i % 26, in pattern), and
+ * a connection whose every queue has zero-copy, a fixed pool, and DEPTH
+ * entries, each on zc_slot(q, e), or all of a queue on its first slot
+ * (shared). Reports the set-up as NAME. Returns the memfd, or -1 with the
+ * connection closed.
+ */
+static int zc_open(char pattern[ZC_SIZE], bool shared, const char *name)
 {
-	struct __kernel_timespec ts = { .tv_sec = 30 };
-	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
-	pthread_t client;
-	int held_q = -1, held_e = -1, late = 0, err = 0, memfd;
-	char pattern[ZC_SIZE];
+	int memfd, err = 0;
 
 	for (int i = 0; i < ZC_SIZE; i++)
 		pattern[i] = (char)('a' + i % 26);
@@ -567,15 +569,31 @@ static void case_zero_copy_abort(void)
 		err = add_queue(q, FUSE_URING_ZERO_COPY);
 		err = err ? err : add_bufpool(q, NBUFS * PAYLOAD, 0, true);
 		for (int e = 0; e < DEPTH && !err; e++)
-			err = reg(q, e, true, (uint16_t)zc_slot(q, e)) == 1 ?
+			err = reg(q, e, true,
+				  (uint16_t)zc_slot(q, shared ? 0 : e)) == 1 ?
 			      0 : -EPROTO;
 	}
-	expect("zero_copy_queues_on_every_queue", 0, err);
+	expect(name, 0, err);
 	if (err) {
 		conn_close();
 		close(memfd);
-		return;
+		return -1;
 	}
+	return memfd;
+}
+
+static void case_zero_copy_abort(void)
+{
+	struct __kernel_timespec ts = { .tv_sec = 30 };
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	pthread_t client;
+	int held_q = -1, held_e = -1, late = 0, memfd;
+	char pattern[ZC_SIZE];
+
+	memfd = zc_open(pattern, false, "zero_copy_queues_on_every_queue");
+	if (memfd < 0)
+		return;
 	zc_stage = 0;
 	zc_changed = 0;
 	pthread_create(&client, NULL, zc_client, NULL);
@@ -718,31 +736,16 @@ static void case_zero_copy_shared_slot(void)
 	static char buf1[ZC_SIZE] __attribute__((aligned(4096)));
 	static char buf2[ZC_SIZE] __attribute__((aligned(4096)));
 	struct zc_reader r1 = { .buf = buf1 }, r2 = { .buf = buf2 };
-	int held_q = -1, held_e = -1, q, e, second = 0, fixed_res = 0, err = 0;
+	int held_q = -1, held_e = -1, q, e, second = 0, fixed_res = 0;
 	struct io_uring_sqe *sqe;
 	char pattern[ZC_SIZE];
 	pthread_t t1, t2;
 	int memfd, tries;
 
-	for (int i = 0; i < ZC_SIZE; i++)
-		pattern[i] = (char)('a' + i % 26);
-	memfd = memfd_create("f", MFD_CLOEXEC);
-	if (memfd < 0 || pwrite(memfd, pattern, ZC_SIZE, 0) != ZC_SIZE)
-		die("memfd");
-	conn_open();
-	for (q = 0; q < nq && !err; q++) {
-		err = add_queue(q, FUSE_URING_ZERO_COPY);
-		err = err ? err : add_bufpool(q, NBUFS * PAYLOAD, 0, true);
-		for (e = 0; e < DEPTH && !err; e++)
-			err = reg(q, e, true, (uint16_t)zc_slot(q, 0)) == 1 ?
-			      0 : -EPROTO;
-	}
-	expect("register_two_entries_on_one_zero_copy_slot_parks", 0, err);
-	if (err) {
-		conn_close();
-		close(memfd);
+	memfd = zc_open(pattern, true,
+			"register_two_entries_on_one_zero_copy_slot_parks");
+	if (memfd < 0)
 		return;
-	}
 	/* the first reader's zero-copied READ: held */
 	pthread_create(&t1, NULL, zc_read_on_cpu0, &r1);
 	for (tries = 0; held_q < 0 && tries < 300; tries++)
