@@ -26,14 +26,8 @@ pass "bench/costs: 2 runs x 4 configurations x 3 jobs"
 check "bench/costs-report reads every trace (none lost an event)" \
 	python3 bench/costs-report "$LAB_RUN"
 COSTS=$LAB_RUN/bench/costs.json
-
-# cost RUN CONFIG JOB KEY: one count, per data request (as in the table).
-cost() {
-	python3 -c 'import json, sys
-c = json.load(open(sys.argv[1]))["runs"][sys.argv[2]][sys.argv[3]]["jobs"][sys.argv[4]][sys.argv[5]]
-v = round(c, 2)
-print(int(v) if float(v).is_integer() else v)' "$COSTS" "$@"
-}
+COSTS_AT=""
+. "$LAB_TOP/tests/costs-lib.sh"
 
 # What each byte of a direct READ and WRITE costs in copies, per mode.
 check_eq "iovec randread-direct: the kernel copies every byte of a READ" \
@@ -77,59 +71,33 @@ for job in randread-direct seqwrite-direct; do
 		"1" "$(cost 1 refsrv-zero-copy "$job" io_wq_punts)"
 done
 
-# minus CONFIG-A CONFIG-B JOB KEY: run 1's count of CONFIG-A less
-# CONFIG-B's, per data request.
-minus() {
-	python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))["runs"]["1"]
-a, b = (r[c]["jobs"][sys.argv[4]][sys.argv[5]] for c in sys.argv[2:4])
-print(round(a - b, 2))' "$COSTS" "$@"
-}
-
 # The lending is the server's fixed operation: one SQE more per READ and
 # WRITE than iovec mode submits (its READ_FIXED or WRITE_FIXED).
 for job in randread-direct seqwrite-direct; do
 	check_eq "zero-copy $job: one SQE more per data request than iovec (the fixed operation)" \
-		"1.0" "$(minus refsrv-zero-copy refsrv-iovec "$job" sqes)"
+		"1" "$(minus refsrv-zero-copy refsrv-iovec "$job" sqes)"
 done
 
 # The link: one CQE less per READ and WRITE (the fixed operation's, which
 # IOSQE_CQE_SKIP_SUCCESS drops), and, where one request is in flight at a
 # time, one io_uring_enter() less per READ.
 for job in randread-direct seqwrite-direct; do
-	check_eq "zero-copy $job: linking saves one CQE per data request" "1.0" \
+	check_eq "zero-copy $job: linking saves one CQE per data request" "1" \
 		"$(minus refsrv-zero-copy-unlinked refsrv-zero-copy "$job" cqes)"
 done
-check_eq "zero-copy randread-direct: linking saves one io_uring_enter per READ" "1.0" \
+check_eq "zero-copy randread-direct: linking saves one io_uring_enter per READ" "1" \
 	"$(minus refsrv-zero-copy-unlinked refsrv-zero-copy randread-direct io_uring_enter)"
 
 # No more requests than passthrough_hp on any job (#36): the reference
 # server negotiates FUSE_HANDLE_KILLPRIV_V2, so the kernel does not ask for
 # security.capability before every WRITE, and both servers cache names and
 # attributes alike (bench/servers.sh), negative entries too.
-at_most_peer() {
-	python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))["runs"]["1"]
-peer = r["passthrough_hp" + sys.argv[2]]["jobs"]
-out = []
-for cfg, entry in sorted(r.items()):
-    if not cfg.startswith("refsrv-") or "@" in cfg:
-        continue
-    for job, c in sorted(entry["jobs"].items()):
-        if c["requests"] > peer[job]["requests"]:
-            out.append("%s %s: %d > %d" % (cfg, job, c["requests"], peer[job]["requests"]))
-print("; ".join(out) or "none")' "$COSTS" ""
-}
 check_eq "costs: no reference-server job sends more requests than passthrough_hp's" \
 	"none" "$(at_most_peer)"
 
 # The counts that do not depend on timing repeat exactly. Of the direct
 # read, where one request is in flight at a time, all but the context
 # switches do.
-agrees() {
-	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["agreement"][sys.argv[2]][sys.argv[3]]["agree"])' \
-		"$COSTS" "$@"
-}
 for job in randread-direct seqwrite-direct seqread-buffered; do
 	for key in requests kernel_copied kernel_lent server_io copies_per_byte sqes cqes; do
 		check_eq "costs: $job $key agrees between the runs within 1 %" "True" "$(agrees "$job" "$key")"

@@ -26,14 +26,8 @@ pass "bench/costs on 7.3: 2 runs x 5 configurations x 3 jobs"
 check "bench/costs-report reads every 7.3 trace (none lost an event)" \
 	python3 bench/costs-report "$LAB_RUN"
 COSTS=$LAB_RUN/bench/costs.json
-
-# cost RUN CONFIG JOB KEY: one count of CONFIG on 7.3, per data request.
-cost() {
-	python3 -c 'import json, sys
-c = json.load(open(sys.argv[1]))["runs"][sys.argv[2]][sys.argv[3] + "@7.3"]["jobs"][sys.argv[4]][sys.argv[5]]
-v = round(c, 2)
-print(int(v) if float(v).is_integer() else v)' "$COSTS" "$@"
-}
+COSTS_AT=@7.3
+. "$LAB_TOP/tests/costs-lib.sh"
 
 for mode in iovec pool pool-fixed; do
 	check_eq "7.3 $mode randread-direct: the kernel copies every byte of a READ" \
@@ -76,14 +70,6 @@ for job in randread-direct seqwrite-direct; do
 		"1" "$(cost 1 refsrv-pool-zero-copy "$job" io_wq_punts)"
 done
 
-# minus CONFIG-A CONFIG-B JOB KEY: run 1's count of CONFIG-A less
-# CONFIG-B's on 7.3, per data request.
-minus() {
-	python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))["runs"]["1"]
-a, b = (r[c + "@7.3"]["jobs"][sys.argv[4]][sys.argv[5]] for c in sys.argv[2:4])
-print("%g" % round(a - b, 2))' "$COSTS" "$@"
-}
 for job in randread-direct seqwrite-direct; do
 	check_eq "7.3 pool-zero-copy $job: one SQE more per data request than the pool (the fixed operation)" \
 		"1" "$(minus refsrv-pool-zero-copy refsrv-pool "$job" sqes)"
@@ -97,26 +83,9 @@ done
 # server negotiates FUSE_HANDLE_KILLPRIV_V2, so the kernel does not ask for
 # security.capability before every WRITE, and both servers cache names and
 # attributes alike (bench/servers.sh), negative entries too.
-at_most_peer() {
-	python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))["runs"]["1"]
-peer = r["passthrough_hp" + sys.argv[2]]["jobs"]
-out = []
-for cfg, entry in sorted(r.items()):
-    if not cfg.startswith("refsrv-") or not cfg.endswith(sys.argv[2]):
-        continue
-    for job, c in sorted(entry["jobs"].items()):
-        if c["requests"] > peer[job]["requests"]:
-            out.append("%s %s: %d > %d" % (cfg, job, c["requests"], peer[job]["requests"]))
-print("; ".join(out) or "none")' "$COSTS" "@7.3"
-}
 check_eq "7.3 costs: no reference-server job sends more requests than passthrough_hp's" \
 	"none" "$(at_most_peer)"
 
-agrees() {
-	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["agreement"][sys.argv[2]][sys.argv[3]]["agree"])' \
-		"$COSTS" "$@"
-}
 for job in randread-direct seqwrite-direct seqread-buffered; do
 	for key in requests kernel_copied kernel_lent server_io copies_per_byte sqes cqes; do
 		check_eq "7.3 costs: $job $key agrees between the runs within 1 %" "True" "$(agrees "$job" "$key")"
