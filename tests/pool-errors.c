@@ -7,7 +7,7 @@
  * (build/headers-7.3); tests/guest/7.3/22-pool-errors.sh runs it.
  *
  *   pool-errors MOUNTPOINT   (as root, with enable_uring set)
- *   pool-errors MOUNTPOINT zero-copy-abort   that case alone (lab 06)
+ *   pool-errors MOUNTPOINT zero-copy-abort   the two zero-copy cases alone (lab 06)
  *   pool-errors --list       the names of the cases
  *
  * Prints "ok NAME" or "not ok NAME: why" per case (tests/unit.h).
@@ -80,8 +80,19 @@ static const char *const cases[] = {
 	"stat_answered_after_the_refused_commits",
 	"zero_copy_queues_on_every_queue",
 	"zero_copied_read_reaches_the_server",
+	"zero_copy_abort_read_waits_while_its_pages_are_registered",
+	"zero_copy_abort_late_read_fixed_fills_the_held_pages",
+	"zero_copy_abort_read_returns_once_the_slot_is_unregistered",
 	"zero_copy_abort_read_fails_econnaborted",
-	"zero_copy_abort_no_revocation_late_read_fixed_writes_the_callers_buffer",
+	"zero_copy_abort_read_fixed_after_the_end_efault",
+	"zero_copy_abort_no_byte_changes_after_the_read_returned",
+	"zero_copy_queues_for_the_pipe_case",
+	"pipe_case_zero_copied_read_reaches_the_server",
+	"commit_read_waits_for_the_running_read_fixed",
+	"commit_read_fixed_completes_from_the_pipe",
+	"commit_read_returns_after_the_read_fixed",
+	"commit_read_has_the_pipes_bytes",
+	"commit_no_byte_changes_after_the_read_returned",
 	"register_two_entries_on_one_zero_copy_slot_parks",
 	"shared_slot_first_read_reaches_the_server",
 	"shared_slot_second_zero_copied_read_ebusy",
@@ -452,25 +463,29 @@ static void case_commit_fixed(void)
 }
 
 /*
- * ---- zero-copy and an abort --------------------------------------------
+ * ---- zero-copy: the pages stay the request's while io_uring has them ----
  *
- * What 7.3 does when the connection is aborted while the server holds a
- * zero-copied READ: the teardown ends the request (the caller's read(2)
- * fails with ECONNABORTED, fuse_uring_entry_teardown()) and leaves the
- * caller's pages registered at the entry's slot of the server's ring:
- * nothing unregisters or revokes them there. So a READ_FIXED the server
- * issues afterwards still writes into memory the caller has had back, and
- * may have reused, since its read(2) returned. The v2 series revokes the
- * buffer at that point (tests/uapi-errors, zero-copy-abort-revokes-folios,
- * on 7.2: the late READ_FIXED gets -EFAULT and no byte changes). This case
- * records what 7.3 does; it fails if 7.3 ever stops doing it, which would
- * mean the hole is closed and the book must say so.
+ * A zero-copied READ lends the caller's pages to the server's ring at the
+ * entry's slot. 7.3 as released ends the request, and gives the caller
+ * its buffer back, while io_uring may still reach those pages:
+ * - after an abort: the teardown ends a request the server holds but
+ *   cannot unregister its pages (the entry has no command to reach the
+ *   ring with), so a READ_FIXED the server issues afterwards writes into a
+ *   buffer the caller has had back;
+ * - at a commit: a READ_FIXED that imported the buffer before the commit
+ *   and waits (here on an empty pipe) finishes into it after the end.
+ * The lab's kernel-patches-7.3/0002 ends such a request only when io_uring
+ * lets go of the pages (ublk's rule), so both cases below hold the read(2)
+ * until then, and no byte of the caller's buffer changes after it returns.
+ * Before 0002 they fail: the read returns at once, and the late bytes land.
  */
 #define ZC_SIZE 65536		/* the caller's read: 16 pages */
 
 static char zc_buf[ZC_SIZE] __attribute__((aligned(4096)));
-static volatile int zc_stage;	/* 1 read returned, 2 buffer reused, 3 server done */
+static char zc_got[ZC_SIZE];	/* zc_buf as its read(2) left it */
+static volatile int zc_stage;	/* 2 read returned, buffer reused; 3 server done; 4 file closed */
 static int zc_read_err, zc_changed;
+static ssize_t zc_read_n;
 
 static void *zc_client(void *arg)
 {
@@ -481,8 +496,10 @@ static void *zc_client(void *arg)
 	snprintf(path, sizeof(path), "%s/f", mnt);
 	fd = open(path, O_RDONLY);
 	zc_read_err = fd < 0 ? errno : 0;
-	if (fd >= 0 && pread(fd, zc_buf, ZC_SIZE, 0) < 0)
+	zc_read_n = fd < 0 ? -1 : pread(fd, zc_buf, ZC_SIZE, 0);
+	if (fd >= 0 && zc_read_n < 0)
 		zc_read_err = errno;
+	memcpy(zc_got, zc_buf, ZC_SIZE);
 	/* like any caller: the buffer is its own again, and it reuses it */
 	memset(zc_buf, 'c', ZC_SIZE);
 	__atomic_store_n(&zc_stage, 2, __ATOMIC_SEQ_CST);
@@ -492,6 +509,7 @@ static void *zc_client(void *arg)
 		zc_changed += zc_buf[i] != 'c';
 	if (fd >= 0)
 		close(fd);
+	__atomic_store_n(&zc_stage, 4, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
@@ -582,73 +600,235 @@ static int zc_open(char pattern[ZC_SIZE], bool shared, const char *name)
 	return memfd;
 }
 
+/*
+ * Serve what arrives for up to 100 ms: a zero-copied READ is not answered
+ * but returned in *q and *e (1); the READ_FIXED's CQE (user_data 0xfeed)
+ * leaves its result in *fixed_res (2); a timeout or a failed command, 0.
+ */
+static int zc_serve_one(int *q, int *e, int *fixed_res)
+{
+	struct __kernel_timespec ts = { .tv_nsec = 100 * 1000 * 1000 };
+	struct io_uring_cqe *cqe;
+	uint64_t ud;
+	int res;
+
+	if (io_uring_wait_cqe_timeout(&c.ring, &cqe, &ts))
+		return 0;
+	ud = cqe->user_data;
+	res = cqe->res;
+	io_uring_cqe_seen(&c.ring, cqe);
+	if (ud == 0xfeed) {
+		*fixed_res = res;
+		return 2;
+	}
+	if (res < 0)
+		return 0;
+	*q = (int)ud / DEPTH;
+	*e = (int)ud % DEPTH;
+	if (((struct fuse_in_header *)c.hdr[*q][*e].in_out)->opcode == FUSE_READ &&
+	    (c.hdr[*q][*e].ring_ent_in_out.flags & FUSE_URING_ENT_ZERO_COPY))
+		return 1;
+	zc_serve(*q, *e);
+	return 0;
+}
+
+/* Has the caller's read(2) returned within ms milliseconds? */
+static bool zc_read_returned(int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		if (__atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) >= 2)
+			return true;
+		usleep(1000);
+	}
+	return __atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) >= 2;
+}
+
+/* Start the client and serve until its zero-copied READ arrives: held. */
+static bool zc_hold_read(pthread_t *client, int *held_q, int *held_e)
+{
+	int q, e, unused, tries;
+
+	zc_stage = 0;
+	zc_changed = 0;
+	pthread_create(client, NULL, zc_client, NULL);
+	for (tries = 0; tries < 300; tries++)
+		if (zc_serve_one(&q, &e, &unused) == 1) {
+			*held_q = q;
+			*held_e = e;
+			return true;
+		}
+	return false;
+}
+
+/* Submit a READ_FIXED of fd into slot; serve until it completes. */
+static void zc_submit_read_fixed(int fd, int slot, uint64_t off)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&c.ring);
+
+	io_uring_prep_read_fixed(sqe, fd, NULL, ZC_SIZE, off, slot);
+	sqe->user_data = 0xfeed;
+	io_uring_submit(&c.ring);
+}
+
+static int zc_wait_read_fixed(void)
+{
+	int q, e, res = -ETIMEDOUT;
+
+	for (int tries = 0; tries < 300; tries++)
+		if (zc_serve_one(&q, &e, &res) == 2)
+			break;
+	return res;
+}
+
+/* Commit the held READ as answered with ZC_SIZE bytes (in its pages). */
+static void zc_commit_read(int q, int e)
+{
+	struct fuse_uring_req_header *h = &c.hdr[q][e];
+	struct fuse_in_header *in = (void *)h->in_out;
+	struct io_uring_sqe *sqe;
+
+	*(struct fuse_out_header *)h->in_out = (struct fuse_out_header){
+		(uint32_t)(sizeof(struct fuse_out_header) + ZC_SIZE), 0,
+		in->unique };
+	h->ring_ent_in_out.payload_sz = ZC_SIZE;
+	cmd(&sqe, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, q, e)->commit_id =
+		h->ring_ent_in_out.commit_id;
+	fixed(sqe, q);
+	io_uring_submit(&c.ring);
+}
+
+/*
+ * Let the client count its changed bytes and close the file, serving its
+ * FLUSH and RELEASE on a live connection; then close the connection. If
+ * its read(2) has not returned, closing the ring first lets it return.
+ */
+static void zc_end_client(pthread_t client, bool returned)
+{
+	int q, e, res;
+
+	__atomic_store_n(&zc_stage, 3, __ATOMIC_SEQ_CST);
+	if (!returned)
+		conn_close();
+	for (int tries = 0; returned && tries < 300 &&
+	     __atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) < 4; tries++)
+		zc_serve_one(&q, &e, &res);
+	pthread_join(client, NULL);
+	if (returned)
+		conn_close();
+}
+
+/*
+ * umount -f while the server holds the zero-copied READ; then a
+ * READ_FIXED at the entry's slot; then the server unregisters the slot.
+ */
 static void case_zero_copy_abort(void)
 {
-	struct __kernel_timespec ts = { .tv_sec = 30 };
-	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
-	pthread_t client;
-	int held_q = -1, held_e = -1, late = 0, memfd;
+	struct iovec empty = { 0 };
+	int held_q = -1, held_e = -1, late = 0, after = 0, memfd, slot;
+	bool held = false, returned = false;
 	char pattern[ZC_SIZE];
+	pthread_t client;
 
 	memfd = zc_open(pattern, false, "zero_copy_queues_on_every_queue");
 	if (memfd < 0)
 		return;
-	zc_stage = 0;
-	zc_changed = 0;
-	pthread_create(&client, NULL, zc_client, NULL);
-	/* serve LOOKUP and OPEN; hold the READ */
-	while (held_q < 0) {
-		if (io_uring_wait_cqe_timeout(&c.ring, &cqe, &ts) || cqe->res < 0)
-			break;
-		int q = (int)cqe->user_data / DEPTH, e = (int)cqe->user_data % DEPTH;
-		struct fuse_in_header *in = (void *)c.hdr[q][e].in_out;
-
-		io_uring_cqe_seen(&c.ring, cqe);
-		if (in->opcode == FUSE_READ &&
-		    (c.hdr[q][e].ring_ent_in_out.flags & FUSE_URING_ENT_ZERO_COPY)) {
-			held_q = q;
-			held_e = e;
-		} else {
-			zc_serve(q, e);
-		}
-	}
-	result("zero_copied_read_reaches_the_server", held_q >= 0,
+	result("zero_copied_read_reaches_the_server",
+	       zc_hold_read(&client, &held_q, &held_e),
 	       "no zero-copied READ arrived");
 	if (held_q >= 0) {
+		slot = zc_slot(held_q, held_e);
 		umount2(mnt, MNT_FORCE);	/* aborts; EBUSY: the file is open */
-		while (__atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) < 2)
-			usleep(1000);
-		sqe = io_uring_get_sqe(&c.ring);
-		io_uring_prep_read_fixed(sqe, memfd, NULL, ZC_SIZE, 0,
-					 zc_slot(held_q, held_e));
-		sqe->user_data = 0xfeed;
-		io_uring_submit(&c.ring);
-		/* the abort's own CQEs (-ENOTCONN) may come first */
-		while (!io_uring_wait_cqe_timeout(&c.ring, &cqe, &ts)) {
-			uint64_t ud = cqe->user_data;
-
-			late = cqe->res;
-			io_uring_cqe_seen(&c.ring, cqe);
-			if (ud == 0xfeed)
-				break;
-		}
+		held = !zc_read_returned(1000);
+		zc_submit_read_fixed(memfd, slot, 0);
+		late = zc_wait_read_fixed();
+		/* the server lets go of the pages: now the request may end */
+		io_uring_register_buffers_update_tag(&c.ring, (unsigned)slot,
+						     &empty, NULL, 1);
+		returned = zc_read_returned(10000);
+		zc_submit_read_fixed(memfd, slot, 0);
+		after = zc_wait_read_fixed();
 	}
-	__atomic_store_n(&zc_stage, 3, __ATOMIC_SEQ_CST);
-	pthread_join(client, NULL);
-	printf("# 7.3: the caller's read(2) across the abort: %s; the server's "
-	       "late READ_FIXED at the entry's slot: %d; it changed %d of the "
-	       "caller's %d bytes after its read(2) had returned\n",
-	       zc_read_err ? strerror(zc_read_err) : "success", late,
+	zc_end_client(client, held_q >= 0 && returned);
+	printf("# 7.3: after umount -f, the caller's read(2) %s while the "
+	       "server held its pages; the server's READ_FIXED at the entry's "
+	       "slot then gave %d; after the server unregistered the slot the "
+	       "read returned (%s), a READ_FIXED at the slot gave %d, and %d of "
+	       "the caller's %d bytes changed after its read(2) had returned\n",
+	       held ? "waited" : "returned at once", late,
+	       zc_read_err ? strerror(zc_read_err) : "success", after,
 	       zc_changed, ZC_SIZE);
+	result("zero_copy_abort_read_waits_while_its_pages_are_registered",
+	       held, "the read(2) returned (%s) with its pages still "
+	       "registered in the server's ring",
+	       zc_read_err ? strerror(zc_read_err) : "success");
+	expect("zero_copy_abort_late_read_fixed_fills_the_held_pages", ZC_SIZE,
+	       late);
+	result("zero_copy_abort_read_returns_once_the_slot_is_unregistered",
+	       returned, "still waiting 10 s after the slot was unregistered");
 	expect("zero_copy_abort_read_fails_econnaborted", -ECONNABORTED,
 	       -zc_read_err);
-	result("zero_copy_abort_no_revocation_late_read_fixed_writes_the_callers_buffer",
-	       late == ZC_SIZE && zc_changed > 0,
-	       "late READ_FIXED gave %d and changed %d bytes: 7.3 now revokes "
-	       "(or unregisters) the caller's pages at the abort; update "
-	       "docs/pool.rst and lab 06", late, zc_changed);
-	conn_close();
+	expect("zero_copy_abort_read_fixed_after_the_end_efault", -EFAULT,
+	       after);
+	result("zero_copy_abort_no_byte_changes_after_the_read_returned",
+	       zc_changed == 0, "%d of the caller's %d bytes changed",
+	       zc_changed, ZC_SIZE);
+	close(memfd);
+}
+
+/*
+ * The server commits the zero-copied READ while a READ_FIXED into its
+ * slot waits on an empty pipe (it took the buffer when it was issued);
+ * then the pipe gets the data.
+ */
+static void case_zero_copy_commit_while_read_fixed_waits(void)
+{
+	static char piped[ZC_SIZE];
+	int held_q = -1, held_e = -1, fixed_res = 0, memfd, p[2];
+	bool held = false, returned = false;
+	char pattern[ZC_SIZE];
+	pthread_t client;
+
+	memfd = zc_open(pattern, false, "zero_copy_queues_for_the_pipe_case");
+	if (memfd < 0)
+		return;
+	if (pipe2(p, O_CLOEXEC))
+		die("pipe2");
+	memset(piped, 'P', ZC_SIZE);
+	result("pipe_case_zero_copied_read_reaches_the_server",
+	       zc_hold_read(&client, &held_q, &held_e),
+	       "no zero-copied READ arrived");
+	if (held_q >= 0) {
+		zc_submit_read_fixed(p[0], zc_slot(held_q, held_e), (uint64_t)-1);
+		zc_commit_read(held_q, held_e);
+		held = !zc_read_returned(1000);
+		if (write(p[1], piped, ZC_SIZE) != ZC_SIZE)
+			die("write to the pipe");
+		fixed_res = zc_wait_read_fixed();
+		returned = zc_read_returned(10000);
+	}
+	zc_end_client(client, held_q >= 0 && returned);
+	printf("# 7.3: committed with a READ_FIXED waiting on a pipe, the "
+	       "caller's read(2) %s; the READ_FIXED then gave %d, the read "
+	       "gave %zd, and %d of its %d bytes changed after it returned\n",
+	       held ? "waited for it" : "returned at once", fixed_res,
+	       zc_read_n, zc_changed, ZC_SIZE);
+	result("commit_read_waits_for_the_running_read_fixed", held,
+	       "the read(2) returned (%zd) while a READ_FIXED still held its "
+	       "pages", zc_read_n);
+	result("commit_read_fixed_completes_from_the_pipe", fixed_res > 0,
+	       "READ_FIXED gave %d", fixed_res);
+	result("commit_read_returns_after_the_read_fixed",
+	       returned && zc_read_n == ZC_SIZE,
+	       "read gave %zd (%s)", zc_read_n,
+	       zc_read_err ? strerror(zc_read_err) : "no error");
+	result("commit_read_has_the_pipes_bytes", fixed_res > 0 &&
+	       !memcmp(zc_got, piped, (size_t)fixed_res),
+	       "the caller's buffer at its return lacks the READ_FIXED's bytes");
+	result("commit_no_byte_changes_after_the_read_returned",
+	       zc_changed == 0, "%d of the caller's %d bytes changed",
+	       zc_changed, ZC_SIZE);
+	close(p[0]);
+	close(p[1]);
 	close(memfd);
 }
 
@@ -697,38 +877,6 @@ static void *zc_read_on_cpu0(void *arg)
 	}
 	__atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
 	return NULL;
-}
-
-/*
- * Serve what arrives for up to 100 ms: a zero-copied READ is not answered
- * but returned in *q and *e (1); the READ_FIXED's CQE (user_data 0xfeed)
- * leaves its result in *fixed_res (2); a timeout or a failed command, 0.
- */
-static int zc_serve_one(int *q, int *e, int *fixed_res)
-{
-	struct __kernel_timespec ts = { .tv_nsec = 100 * 1000 * 1000 };
-	struct io_uring_cqe *cqe;
-	uint64_t ud;
-	int res;
-
-	if (io_uring_wait_cqe_timeout(&c.ring, &cqe, &ts))
-		return 0;
-	ud = cqe->user_data;
-	res = cqe->res;
-	io_uring_cqe_seen(&c.ring, cqe);
-	if (ud == 0xfeed) {
-		*fixed_res = res;
-		return 2;
-	}
-	if (res < 0)
-		return 0;
-	*q = (int)ud / DEPTH;
-	*e = (int)ud % DEPTH;
-	if (((struct fuse_in_header *)c.hdr[*q][*e].in_out)->opcode == FUSE_READ &&
-	    (c.hdr[*q][*e].ring_ent_in_out.flags & FUSE_URING_ENT_ZERO_COPY))
-		return 1;
-	zc_serve(*q, *e);
-	return 0;
 }
 
 static void case_zero_copy_shared_slot(void)
@@ -825,6 +973,7 @@ int main(int argc, char **argv)
 		if (nq < 1 || nq > MAX_QUEUES)
 			die("possible CPUs");
 		case_zero_copy_abort();
+		case_zero_copy_commit_while_read_fixed_waits();
 		return unit_exit_status();
 	}
 	if (argc != 2) {
@@ -844,6 +993,7 @@ int main(int argc, char **argv)
 	case_per_entry_register_on_zero_copy_queue();
 	case_commit_fixed();
 	case_zero_copy_abort();
+	case_zero_copy_commit_while_read_fixed_waits();
 	case_zero_copy_shared_slot();
 	return unit_exit_status();
 }

@@ -9,10 +9,12 @@
 # slot on a queue without zero-copy, or comes per entry on a zero-copy
 # queue; a COMMIT_AND_FETCH without the fixed flag, or
 # with another fixed buffer's index, on a fixed pool, after which the right
-# commit still answers the request; and, with zero-copy, what an abort
-# leaves: 7.3 does not revoke the caller's pages, so a late READ_FIXED
-# writes into the buffer the caller has had back (recorded, as 7.3 does it);
-# and two entries of a queue on one zero-copy slot: REGISTER takes both, and
+# commit still answers the request; with zero-copy, that a caller's read
+# waits while io_uring holds its pages, across an abort (then a late
+# READ_FIXED fills pages the request still owns) and at a commit (a
+# READ_FIXED waiting on a pipe), and that no byte of its buffer changes
+# after it returns (kernel-patches-7.3/0002; 7.3 as released fails five of
+# these cases); and two entries of a queue on one zero-copy slot: REGISTER takes both, and
 # while one zero-copied READ is held, the next one fails with EBUSY before
 # the server sees it, the held one's data intact (recorded too).
 . "$LAB_TOP/tests/lib.sh"
