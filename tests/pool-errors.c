@@ -483,7 +483,9 @@ static void case_commit_fixed(void)
 
 static char zc_buf[ZC_SIZE] __attribute__((aligned(4096)));
 static char zc_got[ZC_SIZE];	/* zc_buf as its read(2) left it */
-static volatile int zc_stage;	/* 2 read returned, buffer reused; 3 server done; 4 file closed */
+static volatile int zc_returned;	/* the read(2) returned, the buffer is reused */
+static volatile int zc_server_done;	/* the server will touch nothing more */
+static volatile int zc_closed;		/* the client closed the file */
 static int zc_read_err, zc_changed;
 static ssize_t zc_read_n;
 
@@ -502,14 +504,14 @@ static void *zc_client(void *arg)
 	memcpy(zc_got, zc_buf, ZC_SIZE);
 	/* like any caller: the buffer is its own again, and it reuses it */
 	memset(zc_buf, 'c', ZC_SIZE);
-	__atomic_store_n(&zc_stage, 2, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) < 3)
+	__atomic_store_n(&zc_returned, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&zc_server_done, __ATOMIC_SEQ_CST))
 		usleep(1000);
 	for (int i = 0; i < ZC_SIZE; i++)
 		zc_changed += zc_buf[i] != 'c';
 	if (fd >= 0)
 		close(fd);
-	__atomic_store_n(&zc_stage, 4, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&zc_closed, 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
@@ -636,11 +638,11 @@ static int zc_serve_one(int *q, int *e, int *fixed_res)
 static bool zc_read_returned(int ms)
 {
 	for (int i = 0; i < ms; i++) {
-		if (__atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) >= 2)
+		if (__atomic_load_n(&zc_returned, __ATOMIC_SEQ_CST))
 			return true;
 		usleep(1000);
 	}
-	return __atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) >= 2;
+	return __atomic_load_n(&zc_returned, __ATOMIC_SEQ_CST);
 }
 
 /* Start the client and serve until its zero-copied READ arrives: held. */
@@ -648,7 +650,7 @@ static bool zc_hold_read(pthread_t *client, int *held_q, int *held_e)
 {
 	int q, e, unused, tries;
 
-	zc_stage = 0;
+	zc_returned = zc_server_done = zc_closed = 0;
 	zc_changed = 0;
 	pthread_create(client, NULL, zc_client, NULL);
 	for (tries = 0; tries < 300; tries++)
@@ -706,11 +708,11 @@ static void zc_end_client(pthread_t client, bool returned)
 {
 	int q, e, res;
 
-	__atomic_store_n(&zc_stage, 3, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&zc_server_done, 1, __ATOMIC_SEQ_CST);
 	if (!returned)
 		conn_close();
 	for (int tries = 0; returned && tries < 300 &&
-	     __atomic_load_n(&zc_stage, __ATOMIC_SEQ_CST) < 4; tries++)
+	     !__atomic_load_n(&zc_closed, __ATOMIC_SEQ_CST); tries++)
 		zc_serve_one(&q, &e, &res);
 	pthread_join(client, NULL);
 	if (returned)

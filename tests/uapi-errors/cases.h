@@ -82,6 +82,9 @@ void case_zero_copy_fixed_directions(const char *name);
 void case_zero_copy_async_commit_vs_table_update(const char *name);
 void case_zero_copy_kvec_read_copied(const char *name);
 void case_zero_copy_abort_revokes_folios(const char *name);
+void case_zero_copy_abort_read_fixed_running(const char *name);
+void case_zero_copy_commit_read_fixed_running(const char *name);
+void case_zero_copy_commit_read_fixed_in_io_wq(const char *name);
 
 /* fault-inject.c: fault injection (the debug kernel) */
 void case_fault_inject_iovec(const char *name);

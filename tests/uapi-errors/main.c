@@ -149,6 +149,9 @@ static const struct test_case cases[] = {
 	{ "zero-copy-fixed-directions", case_zero_copy_fixed_directions },
 	{ "zero-copy-kvec-read-copied", case_zero_copy_kvec_read_copied },
 	{ "zero-copy-abort-revokes-folios", case_zero_copy_abort_revokes_folios },
+	{ "zero-copy-abort-read-fixed-running", case_zero_copy_abort_read_fixed_running },
+	{ "zero-copy-commit-read-fixed-running", case_zero_copy_commit_read_fixed_running },
+	{ "zero-copy-commit-read-fixed-in-io-wq", case_zero_copy_commit_read_fixed_in_io_wq },
 	{ "zero-copy-async-commit-vs-table-update", case_zero_copy_async_commit_vs_table_update },
 	/*
 	 * They run only on a kernel with fault injection (the debug kernel of

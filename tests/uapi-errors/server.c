@@ -997,14 +997,12 @@ int mini_next_cqe(struct mini *m, int ms, uint64_t *ud, int *res)
 
 /*
  * One READ_FIXED or WRITE_FIXED at buffer index idx, offset 0 in it, on
- * fd at file offset off; waits for its CQE and returns its res.
+ * fd at file offset off (-1: a pipe's); submitted, not waited for.
  */
-int mini_fixed(struct mini *m, uint8_t opcode, uint16_t idx, int fd,
-		      unsigned int len, uint64_t off)
+int mini_fixed_start(struct mini *m, uint8_t opcode, uint16_t idx, int fd,
+		     unsigned int len, uint64_t off)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&m->c->ring);
-	uint64_t ud, want = UD(UD_FIXED, 0, idx);
-	int ret, res;
 
 	if (!sqe)
 		return -EBUSY;
@@ -1012,9 +1010,18 @@ int mini_fixed(struct mini *m, uint8_t opcode, uint16_t idx, int fd,
 		io_uring_prep_read_fixed(sqe, fd, NULL, len, off, idx);
 	else
 		io_uring_prep_write_fixed(sqe, fd, NULL, len, off, idx);
-	sqe->user_data = want;
-	if (io_uring_submit(&m->c->ring) != 1)
-		return -EIO;
+	sqe->user_data = UD(UD_FIXED, 0, idx);
+	if (m->async_fixed)
+		sqe->flags |= IOSQE_ASYNC;
+	return io_uring_submit(&m->c->ring) == 1 ? 0 : -EIO;
+}
+
+/* Wait for the CQE of the fixed operation at idx; keep the others. */
+int mini_fixed_wait(struct mini *m, uint16_t idx)
+{
+	uint64_t ud, want = UD(UD_FIXED, 0, idx);
+	int ret, res;
+
 	for (;;) {
 		ret = wait_cqe_ms(m->c, REQUEST_MS, &ud, &res);
 		if (ret)
@@ -1026,6 +1033,15 @@ int mini_fixed(struct mini *m, uint8_t opcode, uint16_t idx, int fd,
 			m->stash[m->nstash++].res = res;
 		}
 	}
+}
+
+/* mini_fixed_start(), then its result. */
+int mini_fixed(struct mini *m, uint8_t opcode, uint16_t idx, int fd,
+	       unsigned int len, uint64_t off)
+{
+	int ret = mini_fixed_start(m, opcode, idx, fd, len, off);
+
+	return ret ? ret : mini_fixed_wait(m, idx);
 }
 
 static void fill_attr(struct fuse_attr *a, uint64_t nodeid)
@@ -1096,7 +1112,6 @@ void mini_serve_one(struct mini *m, uint16_t qid, uint16_t ent)
 	char *hdr = slot(q, ent);
 	struct fuse_uring_ent_in_out eio;
 	struct fuse_in_header ih;
-	struct fuse_out_header oh;
 	char op_in[FUSE_URING_OP_IN_OUT_SZ];
 	char *buf = NULL;
 	const char *name;
@@ -1199,6 +1214,21 @@ void mini_serve_one(struct mini *m, uint16_t qid, uint16_t ent)
 		len = -ENOSYS;
 	}
 
+	mini_commit(m, qid, ent, len);
+}
+
+void mini_commit(struct mini *m, uint16_t qid, uint16_t ent, int len)
+{
+	char *hdr = slot(&m->qs[qid], ent);
+	struct fuse_uring_ent_in_out eio;
+	struct fuse_in_header ih;
+	struct fuse_out_header oh;
+	struct fuse_uring_cmd_req req = { .qid = qid };
+	struct io_uring_sqe *sqe;
+
+	memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out), sizeof(ih));
+	memcpy(&eio, hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
+	       sizeof(eio));
 	oh = (struct fuse_out_header){
 		.len = (uint32_t)(sizeof(oh) + (len > 0 ? len : 0)),
 		.error = len < 0 ? len : 0, .unique = ih.unique,
@@ -1207,17 +1237,13 @@ void mini_serve_one(struct mini *m, uint16_t qid, uint16_t ent)
 	eio.payload_sz = len > 0 ? (uint32_t)len : 0;
 	memcpy(hdr + offsetof(struct fuse_uring_req_header, ring_ent_in_out),
 	       &eio, sizeof(eio));
-	{
-		struct fuse_uring_cmd_req req = { .commit_id = ih.unique, .qid = qid };
-		struct io_uring_sqe *sqe;
-
-		sqe = fuse_cmd_sqe(m->c, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, &req,
-				   UD(UD_COMMIT, qid, ent));
-		if (sqe && m->async_commit)
-			sqe->flags |= IOSQE_ASYNC;
-		if (!sqe || io_uring_submit(&m->c->ring) != 1)
-			mini_fail(m, "cannot submit the COMMIT_AND_FETCH");
-	}
+	req.commit_id = ih.unique;
+	sqe = fuse_cmd_sqe(m->c, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, &req,
+			   UD(UD_COMMIT, qid, ent));
+	if (sqe && m->async_commit)
+		sqe->flags |= IOSQE_ASYNC;
+	if (!sqe || io_uring_submit(&m->c->ring) != 1)
+		mini_fail(m, "cannot submit the COMMIT_AND_FETCH");
 }
 
 void *client_thread(void *arg)

@@ -173,6 +173,7 @@ struct mini {
 	enum rw_policy rw;
 	int memfd;		/* the data of "f", for the fixed operations */
 	bool async_commit;	/* COMMIT_AND_FETCH with IOSQE_ASYNC: from io-wq */
+	bool async_fixed;	/* fixed operations with IOSQE_ASYNC: from io-wq */
 	int fixed_errs;		/* RW_RACE: READ_FIXEDs that failed */
 	/* what happened */
 	int zc_reads, zc_writes, copy_reads, copy_writes, unexpected;
@@ -278,9 +279,13 @@ long vmpin_kb(void);
 /* ---- the small file system of the zero-copy cases ------------------------ */
 
 int mini_next_cqe(struct mini *m, int ms, uint64_t *ud, int *res);
+int mini_fixed_start(struct mini *m, uint8_t opcode, uint16_t idx, int fd,
+		     unsigned int len, uint64_t off);
+int mini_fixed_wait(struct mini *m, uint16_t idx);
 int mini_fixed(struct mini *m, uint8_t opcode, uint16_t idx, int fd,
 	       unsigned int len, uint64_t off);
 void mini_serve_one(struct mini *m, uint16_t qid, uint16_t ent);
+void mini_commit(struct mini *m, uint16_t qid, uint16_t ent, int len);
 void *client_thread(void *arg);
 void mnt_path(char *buf, size_t len, const char *name);
 int serve_mini_ms(struct mini *m, struct client *cl, int limit_ms);

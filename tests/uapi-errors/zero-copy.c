@@ -597,13 +597,21 @@ out:
 }
 
 /*
- * The client of zero-copy-abort-revokes-folios: a direct read of "f" into
- * rdata, which fails when the connection is aborted under it; then, like
- * any caller, it reuses the buffer (fills it with 'c'), and after the
- * server had its chance to write into it (ab_stage 3) counts the bytes
- * that are no longer 'c'.
+ * ---- the folios stay the request's while io_uring has them ---------------
+ *
+ * A zero-copied request lends the caller's folios to the server's ring. The
+ * request ends only when io_uring lets go of them (fuse_zero_copy_end(),
+ * fuse_zero_copy_release()), so no fixed operation can write into the
+ * caller's buffer after its read(2) returned: not one the server starts
+ * after an abort (the buffer is revoked: -EFAULT), and not one that took
+ * the buffer before and is still running (here a READ_FIXED that waits on
+ * an empty pipe). Each case: a direct read of "f" held by the server; the
+ * client, once its read(2) returns, keeps what it got, fills its buffer
+ * with 'c' like any caller reusing it, and when the server is done counts
+ * the bytes that are no longer 'c'.
  */
-static volatile int ab_stage;	/* 1 read returned, 2 buffer reused, 3 server done */
+static volatile int ab_returned;	/* the read(2) returned, the buffer is reused */
+static volatile int ab_server_done;	/* the server will touch nothing more */
 static int ab_changed;
 
 static void client_abort(struct client *cl)
@@ -618,9 +626,10 @@ static void client_abort(struct client *cl)
 		cl->read_n = pread(fd, cl->rdata, IO_SIZE, 0);
 		cl->read_err = cl->read_n < 0 ? errno : 0;
 	}
+	memcpy(cl->data, cl->rdata, IO_SIZE);	/* what the read left */
 	memset(cl->rdata, 'c', IO_SIZE);
-	__atomic_store_n(&ab_stage, 2, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&ab_stage, __ATOMIC_SEQ_CST) < 3)
+	__atomic_store_n(&ab_returned, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&ab_server_done, __ATOMIC_SEQ_CST))
 		usleep(1000);
 	for (i = 0; i < IO_SIZE; i++)
 		ab_changed += cl->rdata[i] != 'c';
@@ -628,101 +637,464 @@ static void client_abort(struct client *cl)
 		close(fd);
 }
 
+/* Has the client's read(2) returned within ms milliseconds? */
+static bool read_returned(int ms)
+{
+	for (int i = 0; i < ms && !__atomic_load_n(&ab_returned, __ATOMIC_SEQ_CST); i++)
+		usleep(1000);
+	return __atomic_load_n(&ab_returned, __ATOMIC_SEQ_CST);
+}
+
+struct held {
+	struct qmem *qs;
+	struct client *cl;
+	struct mini m;
+	struct conn c;
+	int pipe[2];
+	uint16_t qid, ent;
+	bool ok;
+};
+
+/*
+ * A zero-copy connection, "f" in a memfd ('a' + i % 26), a pipe, and the
+ * READ of client fn (client_abort, or one that calls it) held by the
+ * server. h->ok says whether all that worked.
+ */
+static void hold_read(const char *name, struct held *h,
+		      void (*fn)(struct client *))
+{
+	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
+	char pattern[FILE_SIZE], *hdr;
+	struct fuse_in_header ih;
+	uint64_t ud;
+	int i, res;
+
+	memset(h, 0, sizeof(*h));
+	h->c.fd = -1;
+	h->pipe[0] = h->pipe[1] = -1;
+	h->m = (struct mini){ .name = name, .rw = RW_UNEXPECTED, .memfd = -1,
+			      .c = &h->c };
+	h->qs = calloc(nr_queues, sizeof(*h->qs));
+	h->cl = aligned_alloc(4096, sizeof(*h->cl));
+	if (!h->qs || !h->cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
+		fail(name, "set-up: out of memory or too many queues");
+		return;
+	}
+	h->m.qs = h->qs;
+	for (i = 0; i < FILE_SIZE; i++)
+		pattern[i] = (char)('a' + i % 26);
+	h->m.memfd = memfd_create("f", MFD_CLOEXEC);
+	if (h->m.memfd < 0 ||
+	    pwrite(h->m.memfd, pattern, FILE_SIZE, 0) != FILE_SIZE ||
+	    pipe2(h->pipe, O_CLOEXEC)) {
+		fail(name, "set-up: memfd or pipe: %s", strerror(errno));
+		return;
+	}
+	memset(h->cl, 0, sizeof(*h->cl));
+	h->cl->fn = fn;
+	ab_returned = 0;
+	ab_server_done = 0;
+	ab_changed = 0;
+	if (zero_copy_setup(name, &h->c, h->qs, DEPTH, ents))
+		return;
+	if (pthread_create(&h->cl->th, NULL, client_thread, h->cl)) {
+		fail(name, "set-up: pthread_create");
+		return;
+	}
+	/* serve LOOKUP and OPEN; hold the READ */
+	for (;;) {
+		if (mini_next_cqe(&h->m, REQUEST_MS, &ud, &res) || res < 0)
+			break;
+		hdr = slot(&h->qs[UD_QID(ud)], UD_ENT(ud));
+		memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out),
+		       sizeof(ih));
+		if (ih.opcode == FUSE_READ) {
+			h->qid = UD_QID(ud);
+			h->ent = UD_ENT(ud);
+			h->ok = true;
+			return;
+		}
+		mini_serve_one(&h->m, UD_QID(ud), UD_ENT(ud));
+	}
+	fail(name, "no READ reached the server");
+	/* the client may be blocked in open(2) or read(2): let it go */
+	umount2(mnt, MNT_FORCE);
+	__atomic_store_n(&ab_server_done, 1, __ATOMIC_SEQ_CST);
+	pthread_join(h->cl->th, NULL);
+}
+
+/* Clear buffer slot idx of the server's table, as a server may. */
+static int clear_slot(struct conn *c, uint16_t idx)
+{
+	struct iovec empty = { 0 };
+
+	return io_uring_register_buffers_update_tag(&c->ring, idx, &empty,
+						    NULL, 1);
+}
+
+/*
+ * The server is done: the client counts its changed bytes and closes the
+ * file; on a live connection its FLUSH and RELEASE are answered. If its
+ * read(2) never returned, closing the connection lets it go.
+ */
+static void release_client(struct held *h, bool returned)
+{
+	uint64_t ud;
+	int res, tries = 0;
+
+	__atomic_store_n(&ab_server_done, 1, __ATOMIC_SEQ_CST);
+	if (!returned)
+		conn_close(&h->c);
+	while (returned && tries++ < 200 &&
+	       !__atomic_load_n(&h->cl->done, __ATOMIC_ACQUIRE))
+		if (!mini_next_cqe(&h->m, 50, &ud, &res) && res >= 0 &&
+		    UD_KIND(ud) != UD_FIXED && UD_QID(ud) < nr_queues)
+			mini_serve_one(&h->m, UD_QID(ud), UD_ENT(ud));
+	pthread_join(h->cl->th, NULL);
+}
+
+static void held_free(struct held *h)
+{
+	conn_close(&h->c);
+	if (h->m.memfd >= 0)
+		close(h->m.memfd);
+	if (h->pipe[0] >= 0) {
+		close(h->pipe[0]);
+		close(h->pipe[1]);
+	}
+	free(h->cl);
+	if (h->qs)
+		qs_free(h->qs);
+}
+
 /*
  * A connection aborted while the server holds a zero-copied READ: the
- * teardown ends the request (the caller's read(2) fails with ECONNABORTED)
- * without a command of the server's ring to unregister the folios with, so
- * it revokes the buffer (fuse_zero_copy_end(), io_buffer_revoke_bvec()):
- * a READ_FIXED the server issues after that fails with -EFAULT, and the
- * caller's buffer, which it may reuse at once, stays as it left it.
- * (Before the fix, and on 7.3, the READ_FIXED wrote into it.)
- *
- * Steps: a zero-copy connection, the client reads "f" (FOPEN_DIRECT_IO);
- * the server holds the READ; umount2(MNT_FORCE) aborts the connection
- * (fuse_umount_begin(); the umount itself fails with EBUSY, the file is
- * open); the client's read returns and it fills its buffer with 'c'; the
- * server submits READ_FIXED at the entry id from a memfd; the client
- * counts the bytes that changed.
+ * teardown has no command of the server's ring to unregister the folios
+ * with, so it revokes the buffer: a READ_FIXED the server issues after
+ * that fails with -EFAULT. The request ends once the server clears the
+ * slot: the caller's read(2) waits until then, fails with ECONNABORTED,
+ * and its buffer stays as it left it. (Before the series revoked, and on
+ * 7.3 as released, the READ_FIXED wrote into it.)
  */
 void case_zero_copy_abort_revokes_folios(const char *name)
 {
-	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
-	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
-	struct client *cl = aligned_alloc(4096, sizeof(*cl));
-	struct mini m = { .name = name, .rw = RW_UNEXPECTED, .memfd = -1 };
-	struct conn c = { .fd = -1 };
-	char pattern[FILE_SIZE], *hdr;
+	struct held h;
+	bool waited, returned = false;
+	int late = 0, cleared = 0;
+
+	hold_read(name, &h, client_abort);
+	if (h.ok) {
+		umount2(mnt, MNT_FORCE);	/* aborts; EBUSY for the umount */
+		waited = !read_returned(1000);
+		late = mini_fixed(&h.m, IORING_OP_READ_FIXED, h.ent, h.m.memfd,
+				  IO_SIZE, 0);
+		cleared = clear_slot(&h.c, h.ent);
+		returned = read_returned(10000);
+		release_client(&h, returned);
+		if (!waited)
+			fail(name, "the caller's read(2) returned (%s) while its "
+			     "folios were still in the server's table",
+			     strerror(h.cl->read_err));
+		else if (late != -EFAULT || cleared != 1 || !returned)
+			fail(name, "READ_FIXED at entry %d after the abort gave %d "
+			     "(expected -EFAULT: revoked); clearing the slot gave "
+			     "%d; the read(2) %s", h.ent, late, cleared,
+			     returned ? "returned" : "still waits 10 s later");
+		else if (h.cl->read_err != ECONNABORTED || ab_changed)
+			fail(name, "read(2): expected ECONNABORTED, got %s; %d of "
+			     "the caller's %d bytes changed after it returned",
+			     h.cl->read_err ? strerror(h.cl->read_err) : "success",
+			     ab_changed, IO_SIZE);
+		else {
+			printf("# the server held the READ of entry %d; umount2(MNT_FORCE) "
+			       "aborted the connection; the caller's read(2) waited while "
+			       "its folios stayed in the server's table, and failed with "
+			       "ECONNABORTED once the server cleared the slot; the server's "
+			       "late READ_FIXED at entry %d then got -EFAULT (revoked), and 0 "
+			       "of the caller's %d bytes changed\n", h.ent, h.ent, IO_SIZE);
+			pass(name);
+		}
+	}
+	held_free(&h);
+}
+
+/*
+ * A READ_FIXED that took the buffer before the abort and waits on an empty
+ * pipe. io_uring imports a fixed buffer again each time it retries an
+ * operation that has moved no bytes yet (io_init_rw_fixed()), so when the
+ * pipe's data wakes it, the revocation stops it: -EFAULT, and no byte
+ * lands. Until then it holds the buffer, so the request waits for it, and
+ * then for the server to clear the slot: the caller's read(2) returns
+ * after both, with ECONNABORTED, and no byte of its buffer changes after
+ * that. (The review's finding A asked for this case; 7.3 as released,
+ * which does not revoke, lets the pipe's data through: tests/pool-errors.)
+ */
+void case_zero_copy_abort_read_fixed_running(const char *name)
+{
+	static char piped[IO_SIZE];
+	struct held h;
+	bool waited = false, waited_more = false, returned = false;
+	int fixed = 0, cleared = 0;
+
+	memset(piped, 'P', IO_SIZE);
+	hold_read(name, &h, client_abort);
+	if (h.ok) {
+		fixed = mini_fixed_start(&h.m, IORING_OP_READ_FIXED, h.ent,
+					 h.pipe[0], IO_SIZE, (uint64_t)-1);
+		usleep(100 * 1000);	/* let it take the buffer and wait */
+		umount2(mnt, MNT_FORCE);
+		waited = !read_returned(1000);
+		if (write(h.pipe[1], piped, IO_SIZE) != IO_SIZE)
+			fail(name, "write to the pipe: %s", strerror(errno));
+		if (!fixed)
+			fixed = mini_fixed_wait(&h.m, h.ent);
+		waited_more = !read_returned(200);
+		cleared = clear_slot(&h.c, h.ent);
+		returned = read_returned(10000);
+		release_client(&h, returned);
+		printf("# the server's READ_FIXED at entry %d waited on an empty pipe; "
+		       "umount2(MNT_FORCE) aborted the connection; the caller's "
+		       "read(2) %s; the pipe's data then woke the READ_FIXED, which "
+		       "gave %d; the read(2) %s until the server cleared the slot, "
+		       "failed with %s, and %d of its %d bytes changed after it "
+		       "returned\n", h.ent,
+		       waited ? "waited" : "returned at once", fixed,
+		       waited_more ? "waited" : "did not wait",
+		       h.cl->read_err ? strerror(h.cl->read_err) : "success",
+		       ab_changed, IO_SIZE);
+		if (!waited || !waited_more)
+			fail(name, "the caller's read(2) returned while %s",
+			     waited ? "its folios were still in the server's table" :
+			     "a READ_FIXED still held its folios");
+		else if (fixed != -EFAULT || cleared != 1 || !returned)
+			fail(name, "READ_FIXED from the pipe gave %d (expected "
+			     "-EFAULT: revoked when it retried); clearing the slot "
+			     "gave %d; the read(2) %s", fixed, cleared,
+			     returned ? "returned" : "still waits 10 s later");
+		else if (h.cl->read_err != ECONNABORTED || ab_changed)
+			fail(name, "read(2): expected ECONNABORTED, got %s; %d of "
+			     "the caller's %d bytes changed after it returned",
+			     h.cl->read_err ? strerror(h.cl->read_err) : "success",
+			     ab_changed, IO_SIZE);
+		else
+			pass(name);
+	}
+	held_free(&h);
+}
+
+/*
+ * The server commits a zero-copied READ while its READ_FIXED still waits on
+ * an empty pipe: the commit revokes and unregisters the buffer, io_uring
+ * keeps it for the READ_FIXED, and the request ends when that completes.
+ * The READ_FIXED, retried when the pipe's data comes, imports the buffer
+ * again and finds it revoked (-EFAULT). The caller's read(2) returns after
+ * it, with the size the server committed, and no byte changes after that.
+ */
+void case_zero_copy_commit_read_fixed_running(const char *name)
+{
+	static char piped[IO_SIZE];
+	struct held h;
+	bool waited = false, returned = false;
+	int fixed = 0;
+
+	memset(piped, 'P', IO_SIZE);
+	hold_read(name, &h, client_abort);
+	if (h.ok) {
+		fixed = mini_fixed_start(&h.m, IORING_OP_READ_FIXED, h.ent,
+					 h.pipe[0], IO_SIZE, (uint64_t)-1);
+		usleep(100 * 1000);
+		mini_commit(&h.m, h.qid, h.ent, IO_SIZE);
+		waited = !read_returned(1000);
+		if (write(h.pipe[1], piped, IO_SIZE) != IO_SIZE)
+			fail(name, "write to the pipe: %s", strerror(errno));
+		if (!fixed)
+			fixed = mini_fixed_wait(&h.m, h.ent);
+		returned = read_returned(10000);
+		release_client(&h, returned);
+		printf("# the server committed the READ of entry %d while its "
+		       "READ_FIXED waited on an empty pipe; the caller's read(2) %s; "
+		       "the pipe's data woke the READ_FIXED, which gave %d; the "
+		       "read(2) gave %zd, and %d of its %d bytes changed after it "
+		       "returned\n", h.ent,
+		       waited ? "waited" : "returned at once", fixed, h.cl->read_n,
+		       ab_changed, IO_SIZE);
+		if (!waited)
+			fail(name, "the caller's read(2) returned (%zd) while a "
+			     "READ_FIXED still held its folios", h.cl->read_n);
+		else if (fixed != -EFAULT || !returned ||
+			 h.cl->read_n != IO_SIZE)
+			fail(name, "READ_FIXED gave %d (expected -EFAULT: revoked "
+			     "when it retried), the read(2) %s with %zd (expected "
+			     "%d)", fixed,
+			     returned ? "returned" : "still waits 10 s later",
+			     h.cl->read_n, IO_SIZE);
+		else if (ab_changed)
+			fail(name, "%d of the caller's %d bytes changed after its "
+			     "read(2) returned", ab_changed, IO_SIZE);
+		else
+			pass(name);
+	}
+	held_free(&h);
+}
+
+/*
+ * The client of zero-copy-commit-read-fixed-in-io-wq: it opens "g" for the
+ * server first (g_fd), then reads "f" as client_abort() does, then closes
+ * "g".
+ */
+static int g_fd = -1;
+
+static void client_g_then_f(struct client *cl)
+{
+	char path[256];
+
+	cpu_set_t cpu0;
+
+	/* on queue 0; the server's io-wq runs on CPU 1, queue 1 */
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	sched_setaffinity(0, sizeof(cpu0), &cpu0);
+	mnt_path(path, sizeof(path), "g");
+	__atomic_store_n(&g_fd, open(path, O_RDONLY), __ATOMIC_SEQ_CST);
+	client_abort(cl);
+	/* here, while the server still answers its FLUSH and RELEASE */
+	if (g_fd >= 0)
+		close(g_fd);
+}
+
+/*
+ * The data of a held READ, from "f"'s memfd: with READ_FIXED into its
+ * buffer if it was zero-copied, else into its payload buffer. Returns the
+ * bytes or -errno.
+ */
+static int answer_from_memfd(struct mini *m, uint16_t qid, uint16_t ent)
+{
+	const struct qmem *q = &m->qs[qid];
+	struct fuse_uring_ent_in_out eio;
+
+	memcpy(&eio, slot(q, ent) +
+	       offsetof(struct fuse_uring_req_header, ring_ent_in_out),
+	       sizeof(eio));
+	if (eio.flags & FUSE_URING_ENT_ZERO_COPY)
+		return mini_fixed(m, IORING_OP_READ_FIXED, ent, m->memfd,
+				  IO_SIZE, 0);
+	return (int)pread(m->memfd, (char *)q->iov[1].iov_base +
+			  (size_t)eio.buf_id * q->buf_size, IO_SIZE, 0);
+}
+
+/*
+ * The review's finding A, in io-wq. The server answers a zero-copied READ
+ * (entry E1) while its READ_FIXED into E1's buffer still runs: a READ_FIXED
+ * from "g", a file of this same mount, which io_uring hands to an io-wq
+ * worker (FUSE files lack FMODE_NOWAIT). The worker has imported E1's
+ * buffer and waits in FUSE for the READ of "g" (entry E2), so the
+ * revocation at E1's commit cannot stop it. The server then answers E2,
+ * and the worker copies that data into E1's folios. The request of E1
+ * must not end before that: the caller's read(2) waits, returns the data
+ * of "g", and no byte changes after it returned. (Before the fix the read
+ * returned at the commit, and "g"'s bytes landed in its buffer afterwards.)
+ */
+void case_zero_copy_commit_read_fixed_in_io_wq(const char *name)
+{
+	struct held h;
+	bool waited = false, returned = false;
+	int fixed = 0, e2_fixed = 0, res;
+	uint16_t e2q = 0, e2 = 0;
+	bool got_e2 = false;
+	char expect[IO_SIZE], *hdr;
 	struct fuse_in_header ih;
-	int held = -1, late = 0, i, res;
 	uint64_t ud;
 
-	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
-		fail(name, "set-up: out of memory or too many queues");
-		goto out;
+	g_fd = -1;
+	for (int i = 0; i < IO_SIZE; i++)
+		expect[i] = (char)('a' + i % 26);
+	if (nr_queues < 2) {
+		skip(name, "needs two CPUs: one entry per queue, the held READ "
+		     "on one, the worker's READ of g on the other");
+		return;
 	}
-	for (i = 0; i < FILE_SIZE; i++)
-		pattern[i] = (char)('a' + i % 26);
-	m.memfd = memfd_create("f", MFD_CLOEXEC);
-	if (m.memfd < 0 || pwrite(m.memfd, pattern, FILE_SIZE, 0) != FILE_SIZE) {
-		fail(name, "set-up: memfd: %s", strerror(errno));
-		goto out;
+	hold_read(name, &h, client_g_then_f);
+	if (h.ok && g_fd < 0) {
+		fail(name, "the client could not open g: the READ of f came alone");
+		h.ok = false;
+		umount2(mnt, MNT_FORCE);
+		release_client(&h, false);
 	}
-	memset(cl, 0, sizeof(*cl));
-	cl->fn = client_abort;
-	m.c = &c;
-	m.qs = qs;
-	ab_stage = 0;
-	ab_changed = 0;
-	if (zero_copy_setup(name, &c, qs, DEPTH, ents))
-		goto out;
-	if (pthread_create(&cl->th, NULL, client_thread, cl)) {
-		fail(name, "set-up: pthread_create");
-		goto out;
-	}
-	/* serve LOOKUP and OPEN; hold the READ */
-	while (held < 0) {
-		if (mini_next_cqe(&m, REQUEST_MS, &ud, &res) || res < 0)
-			break;
-		hdr = slot(&qs[UD_QID(ud)], UD_ENT(ud));
-		memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out),
-		       sizeof(ih));
-		if (ih.opcode == FUSE_READ)
-			held = UD_ENT(ud);
+	if (h.ok) {
+		/*
+		 * IOSQE_ASYNC: issued inline, io_uring would ask the file
+		 * whether it can wait (io_file_supports_nowait(), a FUSE_POLL)
+		 * from this thread, which is the server that must answer it.
+		 */
+		cpu_set_t cpu1;
+
+		CPU_ZERO(&cpu1);
+		CPU_SET(1, &cpu1);
+		fixed = io_uring_register_iowq_aff(&h.c.ring, sizeof(cpu1), &cpu1);
+		h.m.async_fixed = true;
+		if (!fixed)
+			fixed = mini_fixed_start(&h.m, IORING_OP_READ_FIXED, h.ent,
+						 g_fd, IO_SIZE, 0);
+		h.m.async_fixed = false;
+		/* the worker's READ of "g" arrives: hold it too */
+		while (!fixed && !got_e2 &&
+		       !mini_next_cqe(&h.m, REQUEST_MS, &ud, &res) && res >= 0) {
+			if (UD_KIND(ud) == UD_FIXED) {
+				fixed = res ? res : -EPROTO;	/* it did not wait */
+				break;
+			}
+			hdr = slot(&h.qs[UD_QID(ud)], UD_ENT(ud));
+			memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header,
+						   in_out), sizeof(ih));
+			if (ih.opcode == FUSE_READ) {
+				e2q = UD_QID(ud);
+				e2 = UD_ENT(ud);
+				got_e2 = true;
+			} else {
+				mini_serve_one(&h.m, UD_QID(ud), UD_ENT(ud));
+			}
+		}
+		/* answer E1 while its READ_FIXED waits in io-wq */
+		mini_commit(&h.m, h.qid, h.ent, IO_SIZE);
+		waited = !read_returned(1000);
+		if (got_e2) {
+			e2_fixed = answer_from_memfd(&h.m, e2q, e2);
+			mini_commit(&h.m, e2q, e2, e2_fixed > 0 ? e2_fixed : -EIO);
+			fixed = mini_fixed_wait(&h.m, h.ent);
+		}
+		io_uring_unregister_iowq_aff(&h.c.ring);
+		returned = read_returned(10000);
+		release_client(&h, returned);
+		printf("# the server committed the READ of entry %d while its "
+		       "READ_FIXED from g waited in io-wq for the READ of g (entry "
+		       "%d%s); the caller's read(2) %s; the READ of g, answered, "
+		       "let the READ_FIXED finish with %d; the read(2) gave %zd, "
+		       "%s g's bytes, and %d of its %d bytes changed after it "
+		       "returned\n", h.ent, e2, got_e2 ? "" : ": never came",
+		       waited ? "waited" : "returned at once", fixed, h.cl->read_n,
+		       memcmp(h.cl->data, expect, IO_SIZE) ? "without" : "with",
+		       ab_changed, IO_SIZE);
+		if (!got_e2)
+			fail(name, "the READ_FIXED from g gave %d without a READ "
+			     "of g reaching the server", fixed);
+		else if (!waited)
+			fail(name, "the caller's read(2) returned (%zd) while a "
+			     "READ_FIXED in io-wq still held its folios",
+			     h.cl->read_n);
+		else if (e2_fixed != IO_SIZE || fixed != IO_SIZE || !returned ||
+			 h.cl->read_n != IO_SIZE ||
+			 memcmp(h.cl->data, expect, IO_SIZE))
+			fail(name, "READ_FIXED into the READ of g gave %d, the one "
+			     "from g %d, the read(2) %s with %zd (expected %d of "
+			     "g's bytes)", e2_fixed, fixed,
+			     returned ? "returned" : "still waits 10 s later",
+			     h.cl->read_n, IO_SIZE);
+		else if (ab_changed)
+			fail(name, "%d of the caller's %d bytes changed after its "
+			     "read(2) returned", ab_changed, IO_SIZE);
 		else
-			mini_serve_one(&m, UD_QID(ud), UD_ENT(ud));
+			pass(name);
 	}
-	if (held >= 0) {
-		umount2(mnt, MNT_FORCE);	/* aborts; EBUSY for the umount */
-		while (__atomic_load_n(&ab_stage, __ATOMIC_SEQ_CST) < 2)
-			usleep(1000);
-		late = mini_fixed(&m, IORING_OP_READ_FIXED, (uint16_t)held,
-				  m.memfd, IO_SIZE, 0);
-	}
-	__atomic_store_n(&ab_stage, 3, __ATOMIC_SEQ_CST);
-	pthread_join(cl->th, NULL);
-	if (held < 0)
-		fail(name, "no READ reached the server");
-	else if (cl->read_err != ECONNABORTED)
-		fail(name, "read(2) across the abort: expected ECONNABORTED, got %s",
-		     cl->read_err ? strerror(cl->read_err) : "success");
-	else if (late != -EFAULT || ab_changed)
-		fail(name, "after the abort and the caller's read(2) returned, "
-		     "READ_FIXED at entry %d gave %d (expected -EFAULT: the "
-		     "buffer is revoked) and changed %d of the caller's %d "
-		     "bytes", held, late, ab_changed, IO_SIZE);
-	else {
-		printf("# the server held the READ of entry %d; umount2(MNT_FORCE) aborted "
-		       "the connection; the caller's read(2) failed with ECONNABORTED and "
-		       "it refilled its buffer; the server's late READ_FIXED at entry %d "
-		       "then got -EFAULT (revoked), and 0 of the caller's %d bytes changed\n",
-		       held, held, IO_SIZE);
-		pass(name);
-	}
-out:
-	conn_close(&c);
-	if (m.memfd >= 0)
-		close(m.memfd);
-	free(cl);
-	if (qs)
-		qs_free(qs);
+	g_fd = -1;
+	held_free(&h);
 }
