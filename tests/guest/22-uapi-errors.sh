@@ -20,7 +20,9 @@
 # request's folios; an ITER_KVEC read is copied; an abort revokes the
 # folios; a zero-copied read returns only when io_uring lets go of its
 # folios, across an abort and a commit, with a READ_FIXED waiting on a
-# pipe or in io-wq, and none of its bytes change after; 15 s of commits from io-wq racing a thread that empties the
+# pipe or in io-wq, and none of its bytes change after; a REGISTER or
+# COMMIT_AND_FETCH from another process (forked, own ring) is refused;
+# eight REGISTERs racing for a new pinned queue pin it once; 15 s of commits from io-wq racing a thread that empties the
 # fixed-buffer slot). build/tests/uapi-errors (tests/uapi-errors/) speaks the
 # protocol itself (no server) and prints "ok name", "not ok name: why" or
 # "skip name: why" per case (tests/lib.sh's words), after reading the kernel

@@ -42,6 +42,9 @@ void case_payload_not_multiple(const char *name);
 void case_headers_misaligned(const char *name);
 void case_headers_unmapped(const char *name);
 void case_entry_id_in_use(const char *name);
+void case_register_from_another_process(const char *name);
+void case_register_race_pins_once(const char *name);
+void case_commit_from_another_process(const char *name);
 void case_register_count_beyond_depth(const char *name);
 void case_entry_id_u16_max(const char *name);
 

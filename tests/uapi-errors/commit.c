@@ -131,6 +131,35 @@ out:
 		qs_free(qs);
 }
 
+/*
+ * The right COMMIT_AND_FETCH of a GETATTR, but from another process: one
+ * that holds the /dev/fuse fd and has a ring of its own, but other memory.
+ * The kernel copies the reply from the queue's regions at their addresses
+ * in the committing task's memory, and the entry's next request into it,
+ * so with a buffer ring only the process whose memory the regions are in
+ * may commit (kernel patch "refuse io-uring commands from another
+ * process's memory": fuse_uring_queue_mm_ok() -> -EINVAL). Before it,
+ * the child's commit was accepted, and it answered the GETATTR with
+ * whatever its own copy of the regions held. Then the right process
+ * commits, and stat(2) gets its reply.
+ */
+void case_commit_from_another_process(const char *name)
+{
+	struct reply_bend b = { .other_process_commit_first = true };
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct served s;
+	struct conn c;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	if (register_all(name, &c, qs) == 0 && stat_round(name, &c, qs, &s, &b, 0) == 0)
+		expect_res(name, -EINVAL, s.other_process_res);
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
 /* ---- replies the kernel refuses ------------------------------------------ */
 
 static void poison_slots(struct qmem *qs)

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,4 +351,117 @@ void case_control_pinned(const char *name)
 out:
 	if (qs)
 		qs_free(qs);
+}
+
+/*
+ * Eight REGISTERs race to create one pinned queue: queue 0, entry ids 0-7,
+ * 32 MiB of payload buffers, each from a thread and a ring of its own,
+ * released together, with RLIMIT_MEMLOCK at one and a half times what the
+ * queue pins and no CAP_IPC_LOCK (a capability is per thread: each racer
+ * drops it). Each first REGISTER used to pin and charge the regions before
+ * it looked whether another had created the queue meanwhile, so the losers
+ * of the race met a full RLIMIT_MEMLOCK and got -ENOMEM (which, before the
+ * ring is ready, switches io_uring off for the connection). With the
+ * queues created under ring->create_lock (kernel patch "create an io-uring
+ * queue once when REGISTERs race"), the first pins once, the others find
+ * its queue: all eight are accepted, and VmPin grows by exactly what one
+ * queue pins.
+ */
+#define RACERS 8
+
+struct racer {
+	pthread_t th;
+	pthread_barrier_t *go;
+	struct conn c;		/* the connection's fd, a ring of its own */
+	struct reg r;
+	int res;
+};
+
+static void *race_register(void *arg)
+{
+	struct racer *rc = arg;
+
+	rc->res = NOT_SUBMITTED;
+	if (io_uring_queue_init(16, &rc->c.ring, IORING_SETUP_SQE128) ||
+	    cap_effective(CAP_IPC_LOCK, false)) {
+		pthread_barrier_wait(rc->go);
+		return NULL;
+	}
+	pthread_barrier_wait(rc->go);
+	/* the REGISTER runs inside io_uring_enter(): a refusal's CQE is there */
+	rc->res = do_register(&rc->c, &rc->r);
+	return NULL;
+}
+
+void case_register_race_pins_once(const char *name)
+{
+	static struct racer rcs[RACERS];
+	pthread_barrier_t go;
+	struct rlimit old, rl;
+	struct qmem q;
+	struct conn c;
+	long before, after;
+	int refused = 0, first_err = 0, unsure = 0, i;
+	char buf[48];
+
+	/* 32 MiB of buffers: pinning them takes long enough to race */
+	if (qmem_alloc(name, &q, RACERS, max_payload, 32u << 20))
+		return;
+	q.flags |= PINNED;
+	if (getrlimit(RLIMIT_MEMLOCK, &old) < 0) {
+		fail(name, "set-up: getrlimit: %s", strerror(errno));
+		goto out;
+	}
+	if (conn_open(&c, name))
+		goto out;
+	rl.rlim_cur = pinned_bytes(&q) * 3 / 2;
+	/* as root, above the hard limit too (8 MiB by default) */
+	rl.rlim_max = old.rlim_max > rl.rlim_cur ? old.rlim_max : rl.rlim_cur;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
+		fail(name, "set-up: RLIMIT_MEMLOCK %llu: %s",
+		     (unsigned long long)rl.rlim_cur, strerror(errno));
+		conn_close(&c);
+		goto out;
+	}
+	before = vmpin_kb();
+	pthread_barrier_init(&go, NULL, RACERS);
+	for (i = 0; i < RACERS; i++) {
+		rcs[i] = (struct racer){ .go = &go, .c = { .fd = c.fd },
+					 .r = reg_bufring(0, (uint16_t)i, &q) };
+		pthread_create(&rcs[i].th, NULL, race_register, &rcs[i]);
+	}
+	for (i = 0; i < RACERS; i++) {
+		pthread_join(rcs[i].th, NULL);
+		if (rcs[i].res == NOT_SUBMITTED)
+			unsure++;
+		else if (rcs[i].res != ACCEPTED && refused++ == 0)
+			first_err = rcs[i].res;
+	}
+	pthread_barrier_destroy(&go);
+	after = vmpin_kb();
+	setrlimit(RLIMIT_MEMLOCK, &old);
+	printf("# %s: %d REGISTERs from %d threads at once, %d refused%s%s, "
+	       "VmPin %ld -> %ld kB, one queue pins %zu kB\n",
+	       name, RACERS - unsure, RACERS, refused,
+	       refused ? ", the first with " : "",
+	       refused ? res_str(first_err, buf, sizeof(buf)) : "", before,
+	       after, pinned_bytes(&q) / 1024);
+	if (unsure)
+		fail(name, "%d racers could not set up their ring or drop "
+		     "CAP_IPC_LOCK", unsure);
+	else if (refused)
+		fail(name, "%d of the %d REGISTERs were refused, the first with %s",
+		     refused, RACERS, res_str(first_err, buf, sizeof(buf)));
+	else if (after - before != (long)(pinned_bytes(&q) / 1024))
+		fail(name, "VmPin grew by %ld kB, one queue pins %zu kB",
+		     after - before, pinned_bytes(&q) / 1024);
+	else
+		pass(name);
+	/* the racers' rings hold their entries: gone with the rings */
+	for (i = 0; i < RACERS; i++)
+		if (rcs[i].res != NOT_SUBMITTED)
+			io_uring_queue_exit(&rcs[i].c.ring);
+	conn_close(&c);
+out:
+	qmem_free(&q);
 }

@@ -260,6 +260,44 @@ out:
 		qs_free(qs);
 }
 
+/* ---- one process's memory per queue ------------------------------------- */
+
+static int register_in(struct conn *c2, const void *arg)
+{
+	return do_register(c2, arg);
+}
+
+/*
+ * A buffer-ring queue's first REGISTER brings its regions, at addresses in
+ * the registering process's memory. A second process that holds the
+ * /dev/fuse fd (forked here; passed over SCM_RIGHTS would do the same) and
+ * registers entry 1 of that queue from its own ring would have the kernel
+ * copy its requests to those addresses in its own memory, where nothing
+ * of the queue is; in pinned mode, into the first process's pages.
+ * Refused with -EINVAL (kernel patch "refuse io-uring commands from
+ * another process's memory": fuse_uring_queue_mm_ok()); before it, the
+ * REGISTER was accepted.
+ */
+void case_register_from_another_process(const char *name)
+{
+	struct qmem q;
+	struct conn c;
+	struct reg r;
+
+	if (qmem_good(name, &q))
+		return;
+	if (conn_open(&c, name) == 0) {
+		r = reg_bufring(0, 0, &q);
+		if (setup_register(name, &c, &r) == 0) {
+			r = reg_bufring(0, 1, &q);
+			expect_res(name, -EINVAL,
+				   in_other_process(name, &c, register_in, &r));
+		}
+		conn_close(&c);
+	}
+	qmem_free(&q);
+}
+
 /* ---- padding: bytes with no meaning yet must be 0 ------------------------ */
 
 /*

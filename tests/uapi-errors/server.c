@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -394,8 +395,8 @@ int submit_and_reap(struct conn *c, uint64_t ud)
 	return submit_and_reap_ms(c, ud, ACCEPT_MS);
 }
 
-/* Submit one REGISTER; a CQE counts if it comes within ms. */
-int do_register_ms(struct conn *c, const struct reg *r, int ms)
+/* The SQE of one REGISTER, not submitted; NULL if the SQ is full. */
+struct io_uring_sqe *register_sqe(struct conn *c, const struct reg *r)
 {
 	struct fuse_uring_cmd_req req = {
 		.flags = r->flags,
@@ -406,16 +407,61 @@ int do_register_ms(struct conn *c, const struct reg *r, int ms)
 			.padding = r->init_padding,
 		},
 	};
-	uint64_t ud = UD(UD_REGISTER, r->qid, r->ent);
 	struct io_uring_sqe *sqe;
 
-	sqe = fuse_cmd_sqe(c, FUSE_IO_URING_CMD_REGISTER, &req, ud);
-	if (!sqe)
+	sqe = fuse_cmd_sqe(c, FUSE_IO_URING_CMD_REGISTER, &req,
+			   UD(UD_REGISTER, r->qid, r->ent));
+	if (sqe) {
+		sqe->addr = (uintptr_t)r->iov;
+		sqe->len = 2;
+		sqe->buf_index = r->ent;
+	}
+	return sqe;
+}
+
+/* Submit one REGISTER; a CQE counts if it comes within ms. */
+int do_register_ms(struct conn *c, const struct reg *r, int ms)
+{
+	if (!register_sqe(c, r))
 		return NOT_SUBMITTED;
-	sqe->addr = (uintptr_t)r->iov;
-	sqe->len = 2;
-	sqe->buf_index = r->ent;
-	return submit_and_reap_ms(c, ud, ms);
+	return submit_and_reap_ms(c, UD(UD_REGISTER, r->qid, r->ent), ms);
+}
+
+/*
+ * Run fn in a child process that holds the connection's /dev/fuse fd (as
+ * after fork(), or a descriptor passed over SCM_RIGHTS) but has memory and
+ * an io_uring ring of its own, c2. Returns what fn returned, or
+ * NOT_SUBMITTED after failing the case.
+ */
+int in_other_process(const char *name, const struct conn *c,
+		     int (*fn)(struct conn *c2, const void *arg), const void *arg)
+{
+	int p[2], res = NOT_SUBMITTED, status;
+	pid_t pid;
+
+	fflush(stdout);
+	if (pipe(p) < 0)
+		return fail(name, "set-up: pipe: %s", strerror(errno)), NOT_SUBMITTED;
+	pid = fork();
+	if (pid == 0) {
+		struct conn c2 = { .fd = c->fd };
+
+		close(p[0]);
+		if (io_uring_queue_init(16, &c2.ring, IORING_SETUP_SQE128) == 0)
+			res = fn(&c2, arg);
+		if (write(p[1], &res, sizeof(res)) != sizeof(res))
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], &res, sizeof(res)) != sizeof(res))
+		res = NOT_SUBMITTED;
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	if (res == NOT_SUBMITTED)
+		fail(name, "set-up: the other process did not report");
+	return res;
 }
 
 int do_register(struct conn *c, const struct reg *r)
@@ -722,6 +768,18 @@ static bool only_slot_written(const struct qmem *qs, uint16_t qid, uint16_t ent)
  * (buf_size 0) has one entry, whose payload is all of iov[1], and buf_id 0.
  * 0, or -1 after failing the case.
  */
+struct commit_arg {
+	uint16_t qid, ent;
+	uint64_t commit_id;
+};
+
+static int commit_in(struct conn *c2, const void *arg)
+{
+	const struct commit_arg *a = arg;
+
+	return do_commit(c2, a->qid, a->ent, a->commit_id);
+}
+
 static int serve_getattr(const char *name, struct conn *c,
 			 const struct qmem *qs, struct served *s,
 			 const struct reply_bend *b)
@@ -805,6 +863,13 @@ static int serve_getattr(const char *name, struct conn *c,
 	if (b && b->wrong_qid_first)
 		s->wrong_qid_res = do_commit(c, (uint16_t)((s->qid + 1) % nr_queues),
 					     s->ent, ih.unique);
+
+	/* the right commit, from a process with other memory */
+	if (b && b->other_process_commit_first) {
+		struct commit_arg a = { s->qid, s->ent, ih.unique };
+
+		s->other_process_res = in_other_process(name, c, commit_in, &a);
+	}
 
 	/* the right commit, but with padding that is not 0 */
 	if (b && b->padded_commit_first)

@@ -129,6 +129,7 @@ struct served {
 	uint64_t unique;
 	int wrong_qid_res;	/* with reply_bend.wrong_qid_first */
 	int padded_commit_res;	/* with reply_bend.padded_commit_first */
+	int other_process_res;	/* with reply_bend.other_process_commit_first */
 };
 
 /*
@@ -144,6 +145,7 @@ struct reply_bend {
 	uint16_t ent_padding;	/* ring_ent_in_out.padding: must stay 0 */
 	uint64_t ent_reserved;	/* ring_ent_in_out.reserved: must stay 0 */
 	bool padded_commit_first; /* a COMMIT_AND_FETCH with cmd_req.padding 1 first */
+	bool other_process_commit_first; /* the right commit, from another process first */
 };
 
 /*
@@ -233,6 +235,9 @@ int wait_cqe_ms(struct conn *c, int ms, uint64_t *ud, int *res);
 int submit_and_reap(struct conn *c, uint64_t ud);
 int do_register_ms(struct conn *c, const struct reg *r, int ms);
 int do_register(struct conn *c, const struct reg *r);
+struct io_uring_sqe *register_sqe(struct conn *c, const struct reg *r);
+int in_other_process(const char *name, const struct conn *c,
+		     int (*fn)(struct conn *c2, const void *arg), const void *arg);
 int do_commit(struct conn *c, uint16_t qid, uint16_t ent, uint64_t commit_id);
 char set_enable_uring(char value);
 

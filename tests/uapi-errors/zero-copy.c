@@ -113,7 +113,7 @@ static int zero_copy_setup(const char *name, struct conn *c, struct qmem *qs,
 	int err;
 
 	for (q = 0; q < nr_queues; q++)
-		if (qmem_good(name, &qs[q]))
+		if (!qs[q].depth && qmem_good(name, &qs[q]))
 			return -1;
 	for (q = 0; q < nr_queues; q++)
 		qs[q].flags = ZERO_COPY_ALL;
@@ -125,6 +125,36 @@ static int zero_copy_setup(const char *name, struct conn *c, struct qmem *qs,
 			    table_slots, strerror(-err));
 	for (q = 0; q < nr_queues; q++) {
 		struct reg r = reg_bufring((uint16_t)q, ents[q], &qs[q]);
+
+		if (setup_register(name, c, &r))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * zero_copy_setup() with two entries on every queue, ids 2q and 2q + 1: a
+ * request can find a free entry on any queue while one entry is held.
+ */
+static int zero_copy_setup_two(const char *name, struct conn *c,
+			       struct qmem *qs)
+{
+	uint16_t depth = (uint16_t)(2 * nr_queues), ents[64];
+	unsigned int q;
+
+	if (nr_queues > sizeof(ents) / sizeof(ents[0]))
+		return fail(name, "set-up: too many queues");
+	for (q = 0; q < nr_queues; q++) {
+		ents[q] = (uint16_t)(2 * q);
+		if (qmem_alloc(name, &qs[q], depth, max_payload,
+			       NBUFS * (size_t)max_payload))
+			return -1;
+	}
+	if (zero_copy_setup(name, c, qs, depth, ents))
+		return -1;
+	for (q = 0; q < nr_queues; q++) {
+		struct reg r = reg_bufring((uint16_t)q, (uint16_t)(2 * q + 1),
+					   &qs[q]);
 
 		if (setup_register(name, c, &r))
 			return -1;
@@ -661,7 +691,7 @@ struct held {
  * server. h->ok says whether all that worked.
  */
 static void hold_read(const char *name, struct held *h,
-		      void (*fn)(struct client *))
+		      void (*fn)(struct client *), bool two_per_queue)
 {
 	static const uint16_t ents[] = { 0, 1, 0, 1, 0, 1, 0, 1 };
 	char pattern[FILE_SIZE], *hdr;
@@ -695,7 +725,8 @@ static void hold_read(const char *name, struct held *h,
 	ab_returned = 0;
 	ab_server_done = 0;
 	ab_changed = 0;
-	if (zero_copy_setup(name, &h->c, h->qs, DEPTH, ents))
+	if (two_per_queue ? zero_copy_setup_two(name, &h->c, h->qs) :
+	    zero_copy_setup(name, &h->c, h->qs, DEPTH, ents))
 		return;
 	if (pthread_create(&h->cl->th, NULL, client_thread, h->cl)) {
 		fail(name, "set-up: pthread_create");
@@ -743,8 +774,11 @@ static void release_client(struct held *h, bool returned)
 	int res, tries = 0;
 
 	__atomic_store_n(&ab_server_done, 1, __ATOMIC_SEQ_CST);
-	if (!returned)
+	if (!returned) {
+		/* the abort ends what waits in FUSE; the ring's end the rest */
+		umount2(mnt, MNT_FORCE);
 		conn_close(&h->c);
+	}
 	while (returned && tries++ < 200 &&
 	       !__atomic_load_n(&h->cl->done, __ATOMIC_ACQUIRE))
 		if (!mini_next_cqe(&h->m, 50, &ud, &res) && res >= 0 &&
@@ -782,7 +816,7 @@ void case_zero_copy_abort_revokes_folios(const char *name)
 	bool waited, returned = false;
 	int late = 0, cleared = 0;
 
-	hold_read(name, &h, client_abort);
+	hold_read(name, &h, client_abort, false);
 	if (h.ok) {
 		umount2(mnt, MNT_FORCE);	/* aborts; EBUSY for the umount */
 		waited = !read_returned(1000);
@@ -837,7 +871,7 @@ void case_zero_copy_abort_read_fixed_running(const char *name)
 	int fixed = 0, cleared = 0;
 
 	memset(piped, 'P', IO_SIZE);
-	hold_read(name, &h, client_abort);
+	hold_read(name, &h, client_abort, false);
 	if (h.ok) {
 		fixed = mini_fixed_start(&h.m, IORING_OP_READ_FIXED, h.ent,
 					 h.pipe[0], IO_SIZE, (uint64_t)-1);
@@ -898,7 +932,7 @@ void case_zero_copy_commit_read_fixed_running(const char *name)
 	int fixed = 0;
 
 	memset(piped, 'P', IO_SIZE);
-	hold_read(name, &h, client_abort);
+	hold_read(name, &h, client_abort, false);
 	if (h.ok) {
 		fixed = mini_fixed_start(&h.m, IORING_OP_READ_FIXED, h.ent,
 					 h.pipe[0], IO_SIZE, (uint64_t)-1);
@@ -948,12 +982,6 @@ static void client_g_then_f(struct client *cl)
 {
 	char path[256];
 
-	cpu_set_t cpu0;
-
-	/* on queue 0; the server's io-wq runs on CPU 1, queue 1 */
-	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
-	sched_setaffinity(0, sizeof(cpu0), &cpu0);
 	mnt_path(path, sizeof(path), "g");
 	__atomic_store_n(&g_fd, open(path, O_RDONLY), __ATOMIC_SEQ_CST);
 	client_abort(cl);
@@ -1008,12 +1036,7 @@ void case_zero_copy_commit_read_fixed_in_io_wq(const char *name)
 	g_fd = -1;
 	for (int i = 0; i < IO_SIZE; i++)
 		expect[i] = (char)('a' + i % 26);
-	if (nr_queues < 2) {
-		skip(name, "needs two CPUs: one entry per queue, the held READ "
-		     "on one, the worker's READ of g on the other");
-		return;
-	}
-	hold_read(name, &h, client_g_then_f);
+	hold_read(name, &h, client_g_then_f, true);
 	if (h.ok && g_fd < 0) {
 		fail(name, "the client could not open g: the READ of f came alone");
 		h.ok = false;
@@ -1026,15 +1049,9 @@ void case_zero_copy_commit_read_fixed_in_io_wq(const char *name)
 		 * whether it can wait (io_file_supports_nowait(), a FUSE_POLL)
 		 * from this thread, which is the server that must answer it.
 		 */
-		cpu_set_t cpu1;
-
-		CPU_ZERO(&cpu1);
-		CPU_SET(1, &cpu1);
-		fixed = io_uring_register_iowq_aff(&h.c.ring, sizeof(cpu1), &cpu1);
 		h.m.async_fixed = true;
-		if (!fixed)
-			fixed = mini_fixed_start(&h.m, IORING_OP_READ_FIXED, h.ent,
-						 g_fd, IO_SIZE, 0);
+		fixed = mini_fixed_start(&h.m, IORING_OP_READ_FIXED, h.ent,
+					 g_fd, IO_SIZE, 0);
 		h.m.async_fixed = false;
 		/* the worker's READ of "g" arrives: hold it too */
 		while (!fixed && !got_e2 &&
@@ -1054,6 +1071,9 @@ void case_zero_copy_commit_read_fixed_in_io_wq(const char *name)
 				mini_serve_one(&h.m, UD_QID(ud), UD_ENT(ud));
 			}
 		}
+		/* without E2 nothing would end the READ_FIXED: abort */
+		if (!got_e2)
+			umount2(mnt, MNT_FORCE);
 		/* answer E1 while its READ_FIXED waits in io-wq */
 		mini_commit(&h.m, h.qid, h.ent, IO_SIZE);
 		waited = !read_returned(1000);
@@ -1062,7 +1082,6 @@ void case_zero_copy_commit_read_fixed_in_io_wq(const char *name)
 			mini_commit(&h.m, e2q, e2, e2_fixed > 0 ? e2_fixed : -EIO);
 			fixed = mini_fixed_wait(&h.m, h.ent);
 		}
-		io_uring_unregister_iowq_aff(&h.c.ring);
 		returned = read_returned(10000);
 		release_client(&h, returned);
 		printf("# the server committed the READ of entry %d while its "
