@@ -88,6 +88,7 @@ void case_zero_copy_abort_revokes_folios(const char *name);
 void case_zero_copy_abort_read_fixed_running(const char *name);
 void case_zero_copy_commit_read_fixed_running(const char *name);
 void case_zero_copy_commit_read_fixed_in_io_wq(const char *name);
+void case_zero_copy_commit_from_another_ring(const char *name);
 
 /* fault-inject.c: fault injection (the debug kernel) */
 void case_fault_inject_iovec(const char *name);

@@ -155,6 +155,7 @@ static const struct test_case cases[] = {
 	{ "zero-copy-abort-read-fixed-running", case_zero_copy_abort_read_fixed_running },
 	{ "zero-copy-commit-read-fixed-running", case_zero_copy_commit_read_fixed_running },
 	{ "zero-copy-commit-read-fixed-in-io-wq", case_zero_copy_commit_read_fixed_in_io_wq },
+	{ "zero-copy-commit-from-another-ring-einval", case_zero_copy_commit_from_another_ring },
 	{ "zero-copy-async-commit-vs-table-update", case_zero_copy_async_commit_vs_table_update },
 	/*
 	 * They run only on a kernel with fault injection (the debug kernel of

@@ -972,6 +972,61 @@ void case_zero_copy_commit_read_fixed_running(const char *name)
 }
 
 /*
+ * The server commits a held zero-copied READ from a second ring of its own
+ * (same process, same /dev/fuse fd). The buffer is in the first ring, and
+ * only that ring can unregister it: the kernel refuses the commit with
+ * -EINVAL before it takes the request (kernel patch "end a zero-copied
+ * io-uring request only when io_uring lets go of it"). The request stays
+ * with the server, which then answers it properly on the first ring, and
+ * the caller's read(2) returns the data. Before the refusal, the commit
+ * was taken, the buffer stayed in the first ring, and the read(2) waited
+ * for that ring to go away.
+ */
+void case_zero_copy_commit_from_another_ring(const char *name)
+{
+	struct conn c2 = { .fd = -1 };
+	struct held h;
+	char expect[IO_SIZE], *hdr;
+	struct fuse_in_header ih;
+	int other = NOT_SUBMITTED, fixed = 0;
+	bool returned = false;
+
+	for (int i = 0; i < IO_SIZE; i++)
+		expect[i] = (char)('a' + i % 26);
+	hold_read(name, &h, client_abort, false);
+	if (h.ok) {
+		hdr = slot(&h.qs[h.qid], h.ent);
+		memcpy(&ih, hdr + offsetof(struct fuse_uring_req_header, in_out),
+		       sizeof(ih));
+		c2.fd = h.c.fd;
+		if (io_uring_queue_init(16, &c2.ring, IORING_SETUP_SQE128) == 0) {
+			other = do_commit(&c2, h.qid, h.ent, ih.unique);
+			io_uring_queue_exit(&c2.ring);
+		}
+		fixed = mini_fixed(&h.m, IORING_OP_READ_FIXED, h.ent, h.m.memfd,
+				   IO_SIZE, 0);
+		mini_commit(&h.m, h.qid, h.ent, IO_SIZE);
+		returned = read_returned(10000);
+		release_client(&h, returned);
+		printf("# a COMMIT_AND_FETCH of the zero-copied READ of entry %d "
+		       "from a second ring gave %d; then READ_FIXED on the first "
+		       "gave %d, its commit let the read(2) %s with %zd\n", h.ent,
+		       other, fixed, returned ? "return" : "wait 10 s, and not return",
+		       h.cl->read_n);
+		if (other != -EINVAL)
+			expect_res(name, -EINVAL, other);
+		else if (fixed != IO_SIZE || !returned || h.cl->read_n != IO_SIZE ||
+			 memcmp(h.cl->data, expect, IO_SIZE))
+			fail(name, "after the refusal the request did not end as "
+			     "answered on its ring: READ_FIXED %d, read(2) %zd",
+			     fixed, h.cl->read_n);
+		else
+			pass(name);
+	}
+	held_free(&h);
+}
+
+/*
  * The client of zero-copy-commit-read-fixed-in-io-wq: it opens "g" for the
  * server first (g_fd), then reads "f" as client_abort() does, then closes
  * "g".
