@@ -93,6 +93,10 @@ static const char *const cases[] = {
 	"commit_read_returns_after_the_read_fixed",
 	"commit_read_has_the_pipes_bytes",
 	"commit_no_byte_changes_after_the_read_returned",
+	"zero_copy_queues_for_the_ring_case",
+	"ring_case_zero_copied_read_reaches_the_server",
+	"zero_copy_commit_from_another_ring_einval",
+	"zero_copy_commit_then_answered_on_its_ring",
 	"register_two_entries_on_one_zero_copy_slot_parks",
 	"shared_slot_first_read_reaches_the_server",
 	"shared_slot_second_zero_copied_read_ebusy",
@@ -682,19 +686,27 @@ static int zc_wait_read_fixed(void)
 	return res;
 }
 
-/* Commit the held READ as answered with ZC_SIZE bytes (in its pages). */
-static void zc_commit_read(int q, int e)
+/* Write the reply of the held READ: ZC_SIZE bytes, in its pages. */
+static uint64_t zc_reply_read(int q, int e)
 {
 	struct fuse_uring_req_header *h = &c.hdr[q][e];
 	struct fuse_in_header *in = (void *)h->in_out;
-	struct io_uring_sqe *sqe;
 
 	*(struct fuse_out_header *)h->in_out = (struct fuse_out_header){
 		(uint32_t)(sizeof(struct fuse_out_header) + ZC_SIZE), 0,
 		in->unique };
 	h->ring_ent_in_out.payload_sz = ZC_SIZE;
+	return h->ring_ent_in_out.commit_id;
+}
+
+/* Commit the held READ as answered with ZC_SIZE bytes (in its pages). */
+static void zc_commit_read(int q, int e)
+{
+	struct io_uring_sqe *sqe;
+	uint64_t commit_id = zc_reply_read(q, e);
+
 	cmd(&sqe, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, q, e)->commit_id =
-		h->ring_ent_in_out.commit_id;
+		commit_id;
 	fixed(sqe, q);
 	io_uring_submit(&c.ring);
 }
@@ -831,6 +843,72 @@ static void case_zero_copy_commit_while_read_fixed_waits(void)
 	       zc_changed, ZC_SIZE);
 	close(p[0]);
 	close(p[1]);
+	close(memfd);
+}
+
+/*
+ * The server commits the held zero-copied READ from a second ring of its
+ * own (same process, same /dev/fuse fd, the same flag and index as the
+ * pool's). The pages are registered in the first ring, and 7.3 would look
+ * the slot up in the committing one: nothing to unregister there, and with
+ * kernel-patches-7.3/0002 the request would then wait for the first ring
+ * to go away. 0002 refuses such a commit with EINVAL before it takes the
+ * request; the server then answers it on its ring, and the read returns.
+ */
+static void case_zero_copy_commit_from_another_ring(void)
+{
+	struct __kernel_timespec ts = { .tv_sec = 1 };
+	int held_q = -1, held_e = -1, other = 1, fixed_res = 0, memfd;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring r2;
+	char pattern[ZC_SIZE];
+	bool returned = false;
+	pthread_t client;
+
+	memfd = zc_open(pattern, false, "zero_copy_queues_for_the_ring_case");
+	if (memfd < 0)
+		return;
+	result("ring_case_zero_copied_read_reaches_the_server",
+	       zc_hold_read(&client, &held_q, &held_e),
+	       "no zero-copied READ arrived");
+	if (held_q >= 0 && io_uring_queue_init(8, &r2, IORING_SETUP_SQE128) == 0) {
+		struct fuse_uring_cmd_req *req;
+
+		sqe = io_uring_get_sqe(&r2);
+		memset(sqe, 0, 2 * sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = c.fd;
+		sqe->cmd_op = FUSE_IO_URING_CMD_COMMIT_AND_FETCH;
+		req = (void *)sqe->cmd;
+		req->qid = (uint16_t)held_q;
+		req->commit_id = zc_reply_read(held_q, held_e);
+		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+		sqe->buf_index = (uint16_t)held_q;
+		io_uring_submit(&r2);
+		if (!io_uring_wait_cqe_timeout(&r2, &cqe, &ts)) {
+			other = cqe->res;
+			io_uring_cqe_seen(&r2, cqe);
+		}
+		io_uring_queue_exit(&r2);
+	}
+	if (held_q >= 0) {
+		zc_submit_read_fixed(memfd, zc_slot(held_q, held_e), 0);
+		fixed_res = zc_wait_read_fixed();
+		zc_commit_read(held_q, held_e);
+		returned = zc_read_returned(10000);
+	}
+	zc_end_client(client, held_q >= 0 && returned);
+	printf("# 7.3: a COMMIT_AND_FETCH of the held zero-copied READ from a "
+	       "second ring gave %d%s; then READ_FIXED on the first gave %d and "
+	       "its commit let the read(2) %s %zd\n", other,
+	       other > 0 ? " (taken: no CQE)" : "", fixed_res,
+	       returned ? "return" : "wait 10 s, not return", zc_read_n);
+	expect("zero_copy_commit_from_another_ring_einval", -EINVAL, other);
+	result("zero_copy_commit_then_answered_on_its_ring",
+	       fixed_res == ZC_SIZE && returned && zc_read_n == ZC_SIZE &&
+	       !memcmp(zc_got, pattern, ZC_SIZE),
+	       "READ_FIXED %d, read(2) %zd", fixed_res, zc_read_n);
 	close(memfd);
 }
 
@@ -996,6 +1074,7 @@ int main(int argc, char **argv)
 	case_commit_fixed();
 	case_zero_copy_abort();
 	case_zero_copy_commit_while_read_fixed_waits();
+	case_zero_copy_commit_from_another_ring();
 	case_zero_copy_shared_slot();
 	return unit_exit_status();
 }

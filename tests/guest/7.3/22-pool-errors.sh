@@ -14,7 +14,8 @@
 # READ_FIXED fills pages the request still owns) and at a commit (a
 # READ_FIXED waiting on a pipe), and that no byte of its buffer changes
 # after it returns (kernel-patches-7.3/0002; 7.3 as released fails five of
-# these cases); and two entries of a queue on one zero-copy slot: REGISTER takes both, and
+# these cases), and a commit of it from a second ring is refused (EINVAL)
+# and can then be made on its own; and two entries of a queue on one zero-copy slot: REGISTER takes both, and
 # while one zero-copied READ is held, the next one fails with EBUSY before
 # the server sees it, the held one's data intact (recorded too).
 . "$LAB_TOP/tests/lib.sh"
