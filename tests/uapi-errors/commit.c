@@ -105,6 +105,29 @@ void case_commit_queue_not_registered(const char *name)
 }
 
 /*
+ * The GETATTR round of the commit cases: every queue registered, stat(2)
+ * answered with the commit bent by b, stat(2) getting our reply. Fills s
+ * and returns 0, or returns -1 after failing the case.
+ */
+static int bent_commit_round(const char *name, const struct reply_bend *b,
+			     struct served *s)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct conn c;
+	int err = -1;
+
+	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
+		goto out;
+	if (register_all(name, &c, qs) == 0)
+		err = stat_round(name, &c, qs, s, b, 0);
+	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+	return err;
+}
+
+/*
  * The commit_id of a request in flight, on the other queue: each queue
  * looks requests up in its own processing list. Kernel:
  * fuse_uring_commit_fetch(), "req = fuse_request_find(fpq, commit_id); err
@@ -116,19 +139,10 @@ void case_commit_queue_not_registered(const char *name)
 void case_commit_wrong_qid(const char *name)
 {
 	struct reply_bend b = { .wrong_qid_first = true };
-	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
 	struct served s;
-	struct conn c;
 
-	if (!qs || need_two_queues(name) || qs_alloc(name, qs, qmem_good) ||
-	    conn_open(&c, name))
-		goto out;
-	if (register_all(name, &c, qs) == 0 && stat_round(name, &c, qs, &s, &b, 0) == 0)
+	if (!need_two_queues(name) && bent_commit_round(name, &b, &s) == 0)
 		expect_res(name, -ENOENT, s.wrong_qid_res);
-	conn_close(&c);
-out:
-	if (qs)
-		qs_free(qs);
 }
 
 /*
@@ -146,18 +160,10 @@ out:
 void case_commit_from_another_process(const char *name)
 {
 	struct reply_bend b = { .other_process_commit_first = true };
-	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
 	struct served s;
-	struct conn c;
 
-	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
-		goto out;
-	if (register_all(name, &c, qs) == 0 && stat_round(name, &c, qs, &s, &b, 0) == 0)
+	if (bent_commit_round(name, &b, &s) == 0)
 		expect_res(name, -EINVAL, s.other_process_res);
-	conn_close(&c);
-out:
-	if (qs)
-		qs_free(qs);
 }
 
 /* ---- replies the kernel refuses ------------------------------------------ */
@@ -291,18 +297,10 @@ void case_reply_error_positive(const char *name)
 void case_commit_cmd_padding(const char *name)
 {
 	struct reply_bend b = { .padded_commit_first = true };
-	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
 	struct served s;
-	struct conn c;
 
-	if (!qs || qs_alloc(name, qs, qmem_good) || conn_open(&c, name))
-		goto out;
-	if (register_all(name, &c, qs) == 0 && stat_round(name, &c, qs, &s, &b, 0) == 0)
+	if (bent_commit_round(name, &b, &s) == 0)
 		expect_res(name, -EINVAL, s.padded_commit_res);
-	conn_close(&c);
-out:
-	if (qs)
-		qs_free(qs);
 }
 
 void case_reply_ent_padding(const char *name)

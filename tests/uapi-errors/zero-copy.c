@@ -99,6 +99,13 @@ void case_zero_copy_without_cap_sys_admin(const char *name)
 
 /* ---- with requests, served by serve_mini() ------------------------------ */
 
+/* The data of "f" in every case here: 'a' + i % 26. */
+static void fill_pattern(char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)('a' + i % 26);
+}
+
 /*
  * A zero-copy connection: all four flags on every queue, a sparse
  * fixed-buffer table of table_slots on the (one) ring, and on each queue
@@ -276,14 +283,12 @@ void case_zero_copy_fixed_directions(const char *name)
 	struct mini m = { .name = name, .rw = RW_FIXED, .memfd = -1 };
 	struct conn c = { .fd = -1 };
 	char pattern[FILE_SIZE], back[IO_SIZE], want[IO_SIZE];
-	int i;
 
 	if (!qs || !cl || nr_queues > sizeof(ents) / sizeof(ents[0])) {
 		fail(name, "set-up: out of memory or too many queues");
 		goto out;
 	}
-	for (i = 0; i < FILE_SIZE; i++)
-		pattern[i] = (char)('a' + i % 26);
+	fill_pattern(pattern, FILE_SIZE);
 	m.memfd = memfd_create("f", MFD_CLOEXEC);
 	if (m.memfd < 0 || pwrite(m.memfd, pattern, FILE_SIZE, 0) != FILE_SIZE) {
 		fail(name, "set-up: memfd: %s", strerror(errno));
@@ -697,7 +702,7 @@ static void hold_read(const char *name, struct held *h,
 	char pattern[FILE_SIZE], *hdr;
 	struct fuse_in_header ih;
 	uint64_t ud;
-	int i, res;
+	int res;
 
 	memset(h, 0, sizeof(*h));
 	h->c.fd = -1;
@@ -711,8 +716,7 @@ static void hold_read(const char *name, struct held *h,
 		return;
 	}
 	h->m.qs = h->qs;
-	for (i = 0; i < FILE_SIZE; i++)
-		pattern[i] = (char)('a' + i % 26);
+	fill_pattern(pattern, FILE_SIZE);
 	h->m.memfd = memfd_create("f", MFD_CLOEXEC);
 	if (h->m.memfd < 0 ||
 	    pwrite(h->m.memfd, pattern, FILE_SIZE, 0) != FILE_SIZE ||
@@ -991,8 +995,7 @@ void case_zero_copy_commit_from_another_ring(const char *name)
 	int other = NOT_SUBMITTED, fixed = 0;
 	bool returned = false;
 
-	for (int i = 0; i < IO_SIZE; i++)
-		expect[i] = (char)('a' + i % 26);
+	fill_pattern(expect, IO_SIZE);
 	hold_read(name, &h, client_abort, false);
 	if (h.ok) {
 		hdr = slot(&h.qs[h.qid], h.ent);
@@ -1089,8 +1092,7 @@ void case_zero_copy_commit_read_fixed_in_io_wq(const char *name)
 	uint64_t ud;
 
 	g_fd = -1;
-	for (int i = 0; i < IO_SIZE; i++)
-		expect[i] = (char)('a' + i % 26);
+	fill_pattern(expect, IO_SIZE);
 	hold_read(name, &h, client_g_then_f, true);
 	if (h.ok && g_fd < 0) {
 		fail(name, "the client could not open g: the READ of f came alone");
