@@ -90,6 +90,10 @@ void case_zero_copy_commit_read_fixed_running(const char *name);
 void case_zero_copy_commit_read_fixed_in_io_wq(const char *name);
 void case_zero_copy_commit_from_another_ring(const char *name);
 
+/* waits.c: requests that wait for a payload buffer */
+void case_release_passes_write_waiting_for_buffer(const char *name);
+void case_cancelled_send_gives_buffer_to_waiting_write(const char *name);
+
 /* fault-inject.c: fault injection (the debug kernel) */
 void case_fault_inject_iovec(const char *name);
 void case_fault_inject_bufring(const char *name);

@@ -12,6 +12,8 @@
  *   pinned.c        pinned headers and pinned buffers
  *   zero-copy.c     zero-copy, with requests served by a file system of
  *                   our own
+ *   waits.c         requests that wait for a payload buffer (0019), and
+ *                   those that must not wait behind them
  *   fault-inject.c  every allocation of a REGISTER failed in turn (the
  *                   debug kernel)
  *   server.c        what they share: the FUSE server, the well-formed
@@ -31,7 +33,7 @@
  * REGISTER gets -EOPNOTSUPP: register-after-failed-register). So in each
  * case the REGISTER under test is the connection's last.
  *
- * The cases: 69; --list names them, in the order of cases[] below. The
+ * The cases: 78; --list names them, in the order of cases[] below. The
  * last three, fault-inject-register-*, need /proc/thread-self/fail-nth
  * (the debug kernel); elsewhere they print "skip NAME: why".
  *
@@ -157,6 +159,8 @@ static const struct test_case cases[] = {
 	{ "zero-copy-commit-read-fixed-in-io-wq", case_zero_copy_commit_read_fixed_in_io_wq },
 	{ "zero-copy-commit-from-another-ring-einval", case_zero_copy_commit_from_another_ring },
 	{ "zero-copy-async-commit-vs-table-update", case_zero_copy_async_commit_vs_table_update },
+	{ "release-passes-write-waiting-for-buffer", case_release_passes_write_waiting_for_buffer },
+	{ "cancelled-send-gives-buffer-to-waiting-write", case_cancelled_send_gives_buffer_to_waiting_write },
 	/*
 	 * They run only on a kernel with fault injection (the debug kernel of
 	 * make check-debug), and skip elsewhere: listed all the same, so that

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1017,6 +1018,45 @@ int cap_effective(int cap, bool on)
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		return -errno;
 	return 0;
+}
+
+/*
+ * Run the calling thread on cpu only. A request goes to the FUSE queue of
+ * the CPU its caller runs on (fuse_uring_task_to_queue()): callers pinned
+ * to one CPU share a queue. 0, or an errno.
+ */
+int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/*
+ * Wait up to ms for thread tid of this process to sleep (state S or D in
+ * /proc/self/task/TID/stat): a caller blocked in a FUSE request. True if
+ * it does.
+ */
+bool thread_sleeps(pid_t tid, int ms)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	for (int i = 0; i <= ms; i += 5) {
+		f = fopen(path, "r");
+		if (!f)
+			return false;
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		p = p ? strrchr(buf, ')') : NULL;
+		if (p && (p[2] == 'S' || p[2] == 'D'))
+			return true;
+		usleep(5000);
+	}
+	return false;
 }
 
 /* The VmPin line of /proc/self/status, in kB; -1 if there is none. */

@@ -281,6 +281,11 @@ int stat_round(const char *name, struct conn *c, const struct qmem *qs,
 int cap_effective(int cap, bool on);
 long vmpin_kb(void);
 
+/* ---- threads that make requests ------------------------------------------ */
+
+int pin_to_cpu(int cpu);
+bool thread_sleeps(pid_t tid, int ms);
+
 /* ---- the small file system of the zero-copy cases ------------------------ */
 
 int mini_next_cqe(struct mini *m, int ms, uint64_t *ud, int *res);

@@ -357,15 +357,6 @@ struct race {
 	const char *setup_what;
 };
 
-static int pin_to_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 /*
  * On CPU 0 with the io-wq worker, at a real-time priority: it wakes up
  * every 20-120 us and empties the slot (IORING_REGISTER_BUFFERS_UPDATE with
