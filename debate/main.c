@@ -47,8 +47,10 @@ static void usage(FILE *f)
 	      "                    them together (batch, the reference server's loop,\n"
 	      "                    default), or commits each when done (serial); or\n"
 	      "                    every request is worked on at once (async)\n"
-	      "  --policy=head|scan    head: a commit tries the first waiting request\n"
-	      "                    only, as the kernel (default); scan: all of them\n"
+	      "  --policy=pass|head|scan  pass: the first waiting request goes if\n"
+	      "                    it can, and past it those that need no buffer, as\n"
+	      "                    the series' kernel (default); head: the first one\n"
+	      "                    only, as v2 as posted; scan: every one that fits\n"
 	      "  --svc=trace|fit   service times: shares of the trace's busy periods\n"
 	      "                    (default), or the fitted c0 + bytes/bandwidth\n"
 	      "  --need=declared|reply READDIR needs 32 KiB (default) or its reply\n"
@@ -92,7 +94,7 @@ int main(int argc, char **argv)
 {
 	static const char *const replays[] = { "closed", "open", NULL };
 	static const char *const servers[] = { "batch", "serial", "async", NULL };
-	static const char *const policies[] = { "head", "scan", NULL };
+	static const char *const policies[] = { "pass", "head", "scan", NULL };
 	static const char *const svcs[] = { "trace", "fit", NULL };
 	static const char *const needs[] = { "declared", "reply", NULL };
 	static const struct option longopts[] = {
@@ -118,7 +120,7 @@ int main(int argc, char **argv)
 	int ndesigns = 0, depth = 0, c;
 	bool table = false, header = true, fit_only = false, per_req = false;
 	const char *label = NULL;
-	struct sim_opts so = { REPLAY_CLOSED, SERVER_BATCH, POLICY_HEAD, 4 * KIB, 64 * KIB };
+	struct sim_opts so = { REPLAY_CLOSED, SERVER_BATCH, POLICY_PASS, 4 * KIB, 64 * KIB };
 	struct prep_opts po = { SVC_TRACE, NEED_DECLARED, MIB };
 	struct trace t;
 	char err[256];

@@ -19,12 +19,19 @@
  *     SERVER_BATCH the thread takes every dispatched request that is there
  *     when it is idle, works on them in turn, and commits them all at the
  *     end: a request keeps its buffer until the last of its batch is done.
- *   - On a commit the buffer goes back, the entry is free, and (POLICY_HEAD,
- *     the kernel's rule in fuse_uring_ent_assign_req()) the entry tries the
- *     request at the head of the list, once: it takes it if the request
- *     needs no buffer or one can be taken, and parks otherwise.
- *     POLICY_SCAN instead walks the whole list and dispatches every request
- *     that finds an entry and a buffer.
+ *   - On a commit the buffer goes back and the entry is free. Who takes it
+ *     depends on the policy:
+ *       POLICY_PASS, the series' kernel (fuse_uring_ent_assign_req() and
+ *       fuse_uring_send_waiting(), patch 0019): while there are free
+ *       entries, the request at the head of the list goes if it needs no
+ *       buffer or one can be taken; when the head cannot, the requests
+ *       that need no buffer go past it, and those that need one wait in
+ *       order behind it.
+ *       POLICY_HEAD, v2 as posted (and the series before 0019): the entry
+ *       tries the request at the head, once, and parks otherwise; the
+ *       requests behind it wait, those without payload included.
+ *       POLICY_SCAN walks the whole list and dispatches every request that
+ *       finds an entry and a buffer, in any order.
  *   - A request "waits for a buffer" when taking one failed while an entry
  *     was free for it: that is when the kernel emits
  *     fuse_uring_wait_buffer. Its wait runs from that first refusal to its
@@ -716,12 +723,13 @@ static bool try_take(struct state *s, struct ring *rg, int i)
 	return true;
 }
 
-/* A commit freed an entry: who takes it (the kernel: the head, once). */
+/* A commit freed an entry and a buffer: who takes them (see the top). */
 static void serve_waiting(struct state *s, struct ring *rg)
 {
 	struct list *w = &rg->waiting;
+	enum dispatch_policy p = s->o->policy;
 
-	if (s->o->policy == POLICY_HEAD) {
+	if (p == POLICY_HEAD) {
 		if (list_len(w)) {
 			int i = w->v[w->head];
 
@@ -734,8 +742,10 @@ static void serve_waiting(struct state *s, struct ring *rg)
 	}
 	for (size_t k = 0; k < list_len(w) && rg->free_entries;) {
 		int i = w->v[w->head + k];
+		/* POLICY_PASS: past the head only what needs no buffer */
+		bool may = p == POLICY_SCAN || k == 0 || !s->t->r[i].payload;
 
-		if (try_take(s, rg, i)) {
+		if (may && try_take(s, rg, i)) {
 			list_remove_at(w, k);
 			dispatch(s, rg, i);
 		} else {

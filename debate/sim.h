@@ -158,7 +158,8 @@ uint64_t design_reserved(const struct design *d);
  *   SERVER_ASYNC   every request worked on at once, from its dispatch
  */
 enum server_model { SERVER_BATCH, SERVER_SERIAL, SERVER_ASYNC };
-enum dispatch_policy { POLICY_HEAD, POLICY_SCAN };
+/* Who takes a freed entry: see debate/sim.c's top comment. */
+enum dispatch_policy { POLICY_PASS, POLICY_HEAD, POLICY_SCAN };
 
 struct sim_opts {
 	enum replay replay;

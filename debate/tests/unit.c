@@ -4,8 +4,9 @@
  * parsing, each request's buffer need, design parsing and the memory each
  * design reserves, and the replay rules one by one on small hand-made
  * traces: no wait with a buffer per entry, a wait for the one buffer and
- * its length, no wait without payload, the kernel's head-of-list rule
- * against scanning the list, a class that waits and one that upgrades, a
+ * its length, no wait without payload, v2's head-of-list rule against
+ * scanning the list, the series' kernel letting requests without payload
+ * pass one that waits for a buffer (and v2 not), a class that waits and one that upgrades, a
  * pool that refuses because of fragmentation, head-of-line blocking in one
  * server thread and none with two rings, closed-loop replay shifting a
  * task's next request, entry waits, the service-time fit and busy-period
@@ -295,6 +296,39 @@ static void test_head_rule(void)
 	EXPECT_INT("scan: the small one goes when the 4K buffer is back", 10, q[3].disp);
 	EXPECT_INT("scan: the large one still at 100", 100, q[2].disp);
 	(void)r;
+	trace_free(&t);
+}
+
+/*
+ * b:1, two entries. R0 (1M READ) holds the buffer until 100; R1 (FLUSH,
+ * no payload) holds the other entry until 11; R2 (1M READ) and R3 (FLUSH)
+ * find no entry and wait. At 11 R1's entry is free: R2 needs the buffer,
+ * R3 does not. The series' kernel (pass) sends R3 then; v2 (head) tries R2
+ * only, parks, and R3 waits until an entry commits after R2 has gone: 200.
+ */
+static void test_pass_rule(void)
+{
+	struct trace t;
+	const struct req_result *q;
+	const int64_t svc[] = { 100, 10, 100, 10 };
+	struct sim_opts pass = OPEN_ASYNC;
+
+	mk(&t, "",
+	   "0,1,fio,0,READ,0,1,100,100,0,1048576,0,1,-,0\n"
+	   "1,2,ls,0,FLUSH,1,1,10,10,0,0,0,0,-,0\n"
+	   "2,3,fio,0,READ,2,1,100,100,0,1048576,0,1,-,0\n"
+	   "3,4,ls,0,FLUSH,3,1,10,10,0,0,0,0,-,0\n");
+	prep(&t);
+	set_svc(&t, svc);
+	pass.policy = POLICY_PASS;
+	run(&t, "b:1", 2, &pass);
+	q = sim_last_requests();
+	EXPECT_INT("pass: the FLUSH goes past the READ that waits for the buffer", 11, q[3].disp);
+	EXPECT_INT("pass: the READ gets the buffer at its commit", 100, q[2].disp);
+	run(&t, "b:1", 2, &OPEN_ASYNC);
+	q = sim_last_requests();
+	EXPECT_INT("head: the FLUSH waits behind the READ until an entry commits", 200, q[3].disp);
+	EXPECT_INT("head: the READ gets the buffer at its commit", 100, q[2].disp);
 	trace_free(&t);
 }
 
@@ -603,6 +637,7 @@ int main(void)
 	test_iovec_no_wait();
 	test_one_buffer();
 	test_head_rule();
+	test_pass_rule();
 	test_upgrade();
 	test_pool_fragmentation();
 	test_pool_split();
