@@ -33,7 +33,7 @@
  * REGISTER gets -EOPNOTSUPP: register-after-failed-register). So in each
  * case the REGISTER under test is the connection's last.
  *
- * The cases: 78; --list names them, in the order of cases[] below. The
+ * The cases: 82; --list names them, in the order of cases[] below. The
  * last three, fault-inject-register-*, need /proc/thread-self/fail-nth
  * (the debug kernel); elsewhere they print "skip NAME: why".
  *
@@ -93,6 +93,9 @@ static const struct test_case cases[] = {
 	{ "register-without-over-io-uring", case_register_without_over_io_uring },
 	{ "register-after-failed-register", case_register_after_failed_register },
 	{ "register-refused-after-ready-ring-stays", case_register_refused_after_ready },
+	{ "register-retry-after-eperm", case_register_retry_after_eperm },
+	{ "register-retry-after-ebusy", case_register_retry_after_ebusy },
+	{ "register-eperm-without-retry-flag-switches-off", case_register_eperm_without_retry_flag },
 	{ "register-cmd-padding", case_register_cmd_padding },
 	{ "register-cmd-padding-iovec", case_register_cmd_padding_iovec },
 	{ "register-init-padding", case_register_init_padding },
@@ -143,6 +146,7 @@ static const struct test_case cases[] = {
 	{ "pinned-buffers-misaligned", case_pinned_buffers_misaligned },
 	{ "pinned-memlock-exact-accepted", case_pinned_memlock_exact },
 	{ "pinned-over-memlock", case_pinned_over_memlock },
+	{ "register-retry-after-enomem", case_register_retry_after_enomem },
 	{ "pinned-over-memlock-pins-nothing", case_pinned_over_memlock_pins_nothing },
 	{ "pinned-headers-region-larger-charged-as-used", case_pinned_headers_region_larger },
 	{ "pinned-buffers-region-larger-charged-as-used", case_pinned_buffers_region_larger },

@@ -192,6 +192,40 @@ void case_pinned_over_memlock(const char *name)
 }
 
 /*
+ * The same refusal (-ENOMEM, over RLIMIT_MEMLOCK) as the first REGISTER
+ * of a server whose FUSE_INIT reply set FUSE_HAS_URING_BUFRING: io_uring
+ * stays on (kernel patch 0020), and the server steps down to unpinned
+ * regions on the same connection. Before 0020 the second REGISTER got
+ * -EOPNOTSUPP.
+ */
+void case_register_retry_after_enomem(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct conn c;
+	struct reg r;
+	int res;
+
+	if (!qs || qs_alloc(name, qs, qmem_good))
+		goto out;
+	if (conn_open_init(&c, name, INIT_URING_RETRY) == 0) {
+		qs[0].flags |= PINNED;
+		r = reg_bufring(0, 0, &qs[0]);
+		res = register_without_ipc_lock(name, &c, &r,
+						pinned_bytes(&qs[0]) - page_size);
+		qs[0].flags = FUSE_URING_BUFRING;
+		if (res == -ENOMEM)
+			retry_and_serve(name, &c, qs, "pinned regions over "
+					"RLIMIT_MEMLOCK were refused with -ENOMEM", 0);
+		else if (res != NOT_SUBMITTED)
+			expect_res(name, -ENOMEM, res);
+		conn_close(&c);
+	}
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
  * Regions larger than the queue uses: a headers region of 16 pages for
  * DEPTH slots of 288 bytes, or a payload region with max_payload - 1 bytes
  * after its last whole buffer. RLIMIT_MEMLOCK is exactly what the queue

@@ -14,9 +14,15 @@
  *     on a ring without SQE128, an unknown command op, an unknown flag, a
  *     qid past the last queue, padding that is not 0 (-EINVAL); a REGISTER
  *     refused once the ring is ready, which leaves the ring serving;
+ *   - a REGISTER refused for want of a resource (-EPERM, -EBUSY; pinned.c
+ *     has -ENOMEM) is tried again on the same connection when the server
+ *     set FUSE_HAS_URING_BUFRING in its FUSE_INIT reply, and switches
+ *     io_uring off when it did not (register-retry-*,
+ *     register-eperm-without-retry-flag-switches-off);
  *   - queues that disagree (cross-queue-*, same-queue-*: -EINVAL).
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +91,7 @@ void case_init_offers_has_uring_bufring(const char *name)
 	}
 	init_offered = 0;
 	if (conn_open_init(&c, name, INIT_LATER) == 0) {
-		err = answer_init(c.fd, false, &what);
+		err = answer_init(c.fd, INIT_NO_URING, &what);
 		conn_close(&c);
 		if (err != -EOPNOTSUPP)
 			fail(name, "enable_uring off: FUSE_INIT offered %#llx "
@@ -153,7 +159,7 @@ void case_register_before_init(const char *name)
 		res = do_register_ms(&c, &r, REQUEST_MS);
 		if (res != -EAGAIN) {
 			expect_res(name, -EAGAIN, res);
-		} else if ((err = answer_init(c.fd, true, &what))) {
+		} else if ((err = answer_init(c.fd, INIT_URING, &what))) {
 			fail(name, "set-up: %s: %s", what, strerror(-err));
 		} else {
 			res = do_register(&c, &r);
@@ -255,6 +261,120 @@ void case_register_refused_after_ready(const char *name)
 			pass(name);
 	}
 	conn_close(&c);
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/* ---- a REGISTER refused for want of a resource, then tried again -------- */
+
+/*
+ * Zero-copy asked for without CAP_SYS_ADMIN (-EPERM) as the connection's
+ * first REGISTER, by a server whose FUSE_INIT reply set
+ * FUSE_HAS_URING_BUFRING: io_uring stays on (kernel patch 0020:
+ * fuse_uring_register_retryable()), and the server steps down to a plain
+ * buffer ring on the same connection. Before 0020 the refusal switched
+ * io_uring off, and the second REGISTER got -EOPNOTSUPP.
+ */
+static int register_zero_copy_without_cap(const char *name, struct conn *c,
+					  struct qmem *q)
+{
+	struct reg r;
+	int err, res;
+
+	q->flags = ZERO_COPY_ALL;
+	r = reg_bufring(0, 0, q);
+	err = cap_effective(CAP_SYS_ADMIN, false);
+	if (err) {
+		q->flags = FUSE_URING_BUFRING;
+		return fail(name, "set-up: drop CAP_SYS_ADMIN: %s", strerror(-err)),
+		       NOT_SUBMITTED;
+	}
+	res = do_register(c, &r);
+	cap_effective(CAP_SYS_ADMIN, true);
+	q->flags = FUSE_URING_BUFRING;
+	return res;
+}
+
+void case_register_retry_after_eperm(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct conn c;
+	int res;
+
+	if (!qs || qs_alloc(name, qs, qmem_good))
+		goto out;
+	if (conn_open_init(&c, name, INIT_URING_RETRY) == 0) {
+		res = register_zero_copy_without_cap(name, &c, &qs[0]);
+		if (res == -EPERM)
+			retry_and_serve(name, &c, qs, "zero-copy without "
+					"CAP_SYS_ADMIN was refused with -EPERM", 0);
+		else if (res != NOT_SUBMITTED)
+			expect_res(name, -EPERM, res);
+		conn_close(&c);
+	}
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * An entry id in use (-EBUSY) before the ring is ready: queue 0's entry 0
+ * twice, while the other queues have no entry yet. With the retry flag
+ * the next REGISTER, entry 1, is accepted and the ring gets ready. Needs
+ * a second queue: with one, the first REGISTER makes the ring ready, and
+ * a refusal after that fails alone anyway (patch 0013).
+ */
+void case_register_retry_after_ebusy(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct conn c;
+	struct reg r;
+	int res;
+
+	if (!qs || need_two_queues(name) || qs_alloc(name, qs, qmem_good))
+		goto out;
+	if (conn_open_init(&c, name, INIT_URING_RETRY) == 0) {
+		r = reg_bufring(0, 0, &qs[0]);
+		if (setup_register(name, &c, &r) == 0) {
+			res = do_register(&c, &r);
+			if (res == -EBUSY)
+				retry_and_serve(name, &c, qs, "entry 0 of queue 0 "
+						"again was refused with -EBUSY", 1);
+			else
+				expect_res(name, -EBUSY, res);
+		}
+		conn_close(&c);
+	}
+out:
+	if (qs)
+		qs_free(qs);
+}
+
+/*
+ * The same -EPERM for a server whose FUSE_INIT reply did not set
+ * FUSE_HAS_URING_BUFRING (libfuse, or any v2 client): io_uring goes off
+ * as before, so that a server which falls back to /dev/fuse gets its
+ * requests there. Kernel: fuse_uring_register_refused().
+ */
+void case_register_eperm_without_retry_flag(const char *name)
+{
+	struct qmem *qs = calloc(nr_queues, sizeof(*qs));
+	struct conn c;
+	struct reg r;
+	int res;
+
+	if (!qs || qs_alloc(name, qs, qmem_good))
+		goto out;
+	if (conn_open(&c, name) == 0) {
+		res = register_zero_copy_without_cap(name, &c, &qs[0]);
+		r = reg_bufring(0, 0, &qs[0]);
+		if (res == -EPERM)
+			expect_res(name, -EOPNOTSUPP, do_register(&c, &r));
+		else if (res != NOT_SUBMITTED)
+			expect_res(name, -EPERM, res);
+		conn_close(&c);
+	}
 out:
 	if (qs)
 		qs_free(qs);

@@ -180,7 +180,7 @@ int expect_res(const char *name, int want, int got)
  */
 uint64_t init_offered;	/* the flags the last FUSE_INIT offered */
 
-int answer_init(int fd, bool uring, const char **what)
+int answer_init(int fd, enum init_mode mode, const char **what)
 {
 	static char buf[INIT_READ_BUF];
 	const struct fuse_in_header *ih = (const void *)buf;
@@ -208,7 +208,11 @@ int answer_init(int fd, bool uring, const char **what)
 	if (!(offered & FUSE_OVER_IO_URING))
 		return -EOPNOTSUPP;
 
-	wanted = FUSE_INIT_EXT | FUSE_MAX_PAGES | (uring ? FUSE_OVER_IO_URING : 0);
+	wanted = FUSE_INIT_EXT | FUSE_MAX_PAGES;
+	if (mode == INIT_URING || mode == INIT_URING_RETRY)
+		wanted |= FUSE_OVER_IO_URING;
+	if (mode == INIT_URING_RETRY)
+		wanted |= FUSE_HAS_URING_BUFRING;
 	memset(&out, 0, sizeof(out));
 	out.major = FUSE_KERNEL_VERSION;
 	out.minor = in->minor < FUSE_KERNEL_MINOR_VERSION ?
@@ -275,7 +279,7 @@ int conn_open_init(struct conn *c, const char *name, enum init_mode mode)
 	c->mounted = true;
 
 	if (mode != INIT_LATER) {
-		err = answer_init(c->fd, mode == INIT_URING, &what);
+		err = answer_init(c->fd, mode, &what);
 		if (err)
 			goto out;
 	}
@@ -976,6 +980,41 @@ out:
 }
 
 /* Memory for every queue: well-formed, or by a case's own function. */
+/*
+ * After a refused REGISTER (what says which, for the messages), register
+ * every queue of qs in the well-formed buffer-ring layout, queue 0 from
+ * entry q0_first on (the ones before it are registered already), and have
+ * a GETATTR served on the ring: the refusal left io_uring on (patch 0020).
+ * Passes or fails the case.
+ */
+void retry_and_serve(const char *name, struct conn *c, const struct qmem *qs,
+		     const char *what, uint16_t q0_first)
+{
+	struct served s;
+	char buf[48];
+	unsigned int q;
+
+	for (q = 0; q < nr_queues; q++) {
+		for (uint16_t ent = q ? 0 : q0_first; ent < qs[q].depth; ent++) {
+			struct reg r = reg_bufring((uint16_t)q, ent, &qs[q]);
+			int res = do_register(c, &r);
+
+			if (res != ACCEPTED) {
+				fail(name, "after %s, REGISTER q=%u ent=%u got %s, "
+				     "not accepted: the refusal switched io_uring off",
+				     what, q, ent, res_str(res, buf, sizeof(buf)));
+				return;
+			}
+		}
+	}
+	if (stat_round(name, c, qs, &s, NULL, 0) == 0) {
+		printf("# %s; then every queue registered in buffer-ring mode on "
+		       "the same connection, and a GETATTR was served on the ring\n",
+		       what);
+		pass(name);
+	}
+}
+
 int qs_alloc(const char *name, struct qmem *qs,
 		    int (*alloc)(const char *, struct qmem *))
 {

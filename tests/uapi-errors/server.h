@@ -83,6 +83,11 @@ enum init_mode {
 	INIT_URING,	/* with FUSE_OVER_IO_URING: what every case but three wants */
 	INIT_NO_URING,	/* without it: the connection has no ring */
 	INIT_LATER,	/* not yet: the case calls answer_init() itself */
+	/*
+	 * with FUSE_OVER_IO_URING and FUSE_HAS_URING_BUFRING: a REGISTER
+	 * refused for want of a resource can be tried again (patch 0020)
+	 */
+	INIT_URING_RETRY,
 };
 
 /* What one REGISTER carries. */
@@ -224,7 +229,7 @@ int expect_res(const char *name, int want, int got);
 
 /* ---- the connection and its commands ------------------------------------- */
 
-int answer_init(int fd, bool uring, const char **what);
+int answer_init(int fd, enum init_mode mode, const char **what);
 void conn_close(struct conn *c);
 int conn_open_init(struct conn *c, const char *name, enum init_mode mode);
 int conn_open(struct conn *c, const char *name);
@@ -275,6 +280,8 @@ int round_trip(const char *name, struct conn *c, struct qmem *qs,
 	       struct served *s);
 int stat_round(const char *name, struct conn *c, const struct qmem *qs,
 	       struct served *s, const struct reply_bend *b, int want_err);
+void retry_and_serve(const char *name, struct conn *c, const struct qmem *qs,
+		     const char *what, uint16_t q0_first);
 
 /* ---- capabilities and pinned memory -------------------------------------- */
 
