@@ -75,7 +75,7 @@ struct srv_opts {
 	size_t payload_size;		/* bytes of one payload buffer = max_write */
 	unsigned int nbufs;		/* bufring, pool: payload buffers per queue */
 	enum srv_mode mode;
-	bool fallback;			/* zero-copy: pinned-buffers without CAP_SYS_ADMIN */
+	bool fallback;			/* a rung down when the mode is refused */
 	bool unlinked;			/* zero-copy: commit after the fixed I/O's CQE */
 	size_t zero_copy_min;		/* pool-zero-copy: only files this big, at open */
 	unsigned int timeout;		/* seconds the kernel may cache names, attrs */
@@ -310,6 +310,7 @@ struct srv_session {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned int nr_built, nr_registered;
+	unsigned int nr_accepted;	/* REGISTERs the kernel kept, all queues */
 	int setup_err;			/* first error, -errno */
 	const char *setup_err_what;	/* which call gave it */
 	bool go, abort_start;
@@ -336,12 +337,14 @@ uint64_t pinned_total_bytes(const struct srv_opts *o, unsigned int nr_queues,
 int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page);
 void preflight_report(const struct srv_session *s);
 void explain_register_error(const struct srv_session *s, int err);
+enum srv_mode register_fallback(enum srv_mode m, int err);
 
 /* ring.c: the stock life-cycle of every queue */
 int ring_count_possible_cpus(void);
 int ring_start_queues(struct srv_session *s);
 int ring_register_all(struct srv_session *s);
 void ring_stop_queues(struct srv_session *s);
+bool ring_step_down(struct srv_session *s, int err);
 
 /* sqe.c: the SQEs ring.c and the modes submit, and the --trace line */
 struct io_uring_sqe *queue_sqe(struct srv_queue *q);

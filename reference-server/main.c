@@ -137,6 +137,12 @@ int main(int argc, char **argv)
 	/* 5. REGISTER each entry; the last one makes the ring ready */
 	if (!err)
 		err = ring_register_all(&s);
+	/* 5b. refused for want of a resource, with --fallback: a rung lower */
+	while (err && ring_step_down(&s, err)) {
+		err = ring_start_queues(&s);
+		if (!err)
+			err = ring_register_all(&s);
+	}
 	if (!err) {
 		if (o.verbose)
 			preflight_report(&s);

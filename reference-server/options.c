@@ -234,9 +234,13 @@ void print_usage(FILE *f)
 "                      1..%d, default the queue depth; fewer than entries\n"
 "                      is the point: requests with payload then wait for a\n"
 "                      free buffer\n"
-"  --fallback          zero-copy: without CAP_SYS_ADMIN, run in\n"
-"                      pinned-buffers mode (pool-zero-copy: pool-fixed),\n"
-"                      with a notice, instead of refusing to start\n"
+"  --fallback          a pinned or zero-copy mode the machine cannot give\n"
+"                      us: run a rung lower, with a notice, instead of\n"
+"                      exiting. Zero-copy without CAP_SYS_ADMIN: in\n"
+"                      pinned-buffers mode (pool-zero-copy: pool-fixed);\n"
+"                      the series' pinned modes over RLIMIT_MEMLOCK: in\n"
+"                      bufring mode, also when the kernel refuses the\n"
+"                      REGISTER on the live connection (kernel-patches/0020)\n"
 "  --unlinked          zero-copy modes: submit each commit only once its\n"
 "                      fixed operation's CQE is in, instead of linked behind it\n"
 "                      in the same submit: one more io_uring_enter() per\n"
@@ -466,10 +470,11 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			 "own payload buffer)");
 		return -EINVAL;
 	}
-	if (o->fallback && !mode_zero_copy(o->mode)) {
-		snprintf(err, errlen, "--fallback needs --mode=zero-copy or "
-			 "--mode=pool-zero-copy (it says what to do without "
-			 "CAP_SYS_ADMIN)");
+	if (o->fallback && !mode_zero_copy(o->mode) &&
+	    !mode_pins_headers(o->mode)) {
+		snprintf(err, errlen, "--fallback needs --mode=pinned-headers, "
+			 "pinned-buffers, zero-copy or pool-zero-copy (it says "
+			 "what to do when the machine cannot give us the mode)");
 		return -EINVAL;
 	}
 	if (o->unlinked && !mode_zero_copy(o->mode)) {

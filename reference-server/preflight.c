@@ -221,7 +221,7 @@ int preflight(struct srv_opts *o, unsigned int nr_queues, size_t page)
 			mode_name(asked), mode_name(zero_copy_fallback(asked)));
 		return -EPERM;
 	}
-	if (o->fallback && !mode_zero_copy(o->mode))
+	if (o->mode != asked)
 		fprintf(stderr, SRV_NAME ": no CAP_SYS_ADMIN for --mode=%s: "
 			"falling back to --mode=%s (--fallback)\n",
 			mode_name(asked), mode_name(o->mode));
@@ -287,6 +287,22 @@ static void pinned_enomem_message(const struct srv_opts *o,
 	fprintf(stderr, SRV_NAME ": the kernel refused to pin the queue memory "
 		"(ENOMEM; it counts every process of the user against the "
 		"limit): %s\n", msg);
+}
+
+/*
+ * --fallback, once the kernel refused mode m's REGISTERs with err on the
+ * live connection: the rung to try next, or SRV_MODE_AUTO for none. Only
+ * the series' modes: its patch 0020 leaves io_uring on after EPERM and
+ * ENOMEM for a server that says it tries again (proto.c); 7.3 switches
+ * io_uring off after any refusal.
+ */
+enum srv_mode register_fallback(enum srv_mode m, int err)
+{
+	if (err == -EPERM && m == SRV_MODE_ZERO_COPY)
+		return SRV_MODE_PINNED_BUFFERS;
+	if (err == -ENOMEM && mode_pins_headers(m))
+		return SRV_MODE_BUFRING;	/* nothing pinned at all */
+	return SRV_MODE_AUTO;
 }
 
 /*

@@ -409,7 +409,10 @@ uint64_t init_offered(const struct fuse_init_in *in)
  * REGISTER for an iovec one: every entry would then share header slot 0,
  * silently. So refuse a mode the kernel does not offer here
  * (-ENOPROTOOPT). The bits are only offered; the reply need not carry
- * them. The reply's minor is the lower of the kernel's and the header's:
+ * them. With --fallback in one of the series' modes, ours carries
+ * FUSE_HAS_URING_BUFRING: it tells the kernel that we try again, a rung
+ * lower, when it refuses a REGISTER for want of a resource, so that the
+ * refusal leaves io_uring on (kernel-patches/0020). The reply's minor is the lower of the kernel's and the header's:
  * 45 from the v2 header (whose files are most of this server), while
  * 7.3 offers 46; 7.3 asks no minor of the pool.
  */
@@ -450,6 +453,9 @@ int init_reply_build(const struct fuse_init_in *in, const struct srv_opts *o,
 		 * file has no security.capability (SB_NOSEC), instead of
 		 * asking for it with a GETXATTR before every WRITE */
 		FUSE_HANDLE_KILLPRIV_V2;
+	/* the series' modes need FUSE_HAS_URING_BUFRING: echo it (above) */
+	if (o->fallback && ops && mode_uses_bufring(o->mode))
+		wanted |= ops->init_needs;
 
 	memset(out, 0, sizeof(*out));
 	out->major = FUSE_KERNEL_VERSION;

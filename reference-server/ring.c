@@ -415,6 +415,10 @@ static void *queue_thread(void *arg)
 		goto out;
 
 	err = queue_register(q, &what);
+	/* the entries the kernel kept (its queue exists, in this mode) */
+	pthread_mutex_lock(&s->lock);
+	s->nr_accepted += q->live_ents;
+	pthread_mutex_unlock(&s->lock);
 	/* what entry 0's REGISTER named: its own buffers, or the regions */
 	if (!err && s->opts->trace)
 		fprintf(stderr, "trace ring q=%u registered %u entries (mode %s, "
@@ -530,4 +534,31 @@ void ring_stop_queues(struct srv_session *s)
 	}
 	free(s->queues);
 	s->queues = NULL;
+}
+
+/*
+ * --fallback on the live connection: the kernel refused every REGISTER
+ * with an errno that says what we lack (register_fallback()), and, as our
+ * FUSE_INIT reply asked (proto.c), left io_uring on, so the requests wait
+ * for the ring. Tear the queues down and let main() build them a rung
+ * lower. The kernel wants every queue of a connection alike: once it kept
+ * one REGISTER, that queue exists in this mode, and there is no way down.
+ * true if main() should build and REGISTER again.
+ */
+bool ring_step_down(struct srv_session *s, int err)
+{
+	struct srv_opts *o = s->opts;
+	enum srv_mode lower = register_fallback(o->mode, err);
+
+	if (!o->fallback || lower == SRV_MODE_AUTO || s->nr_accepted)
+		return false;
+	fprintf(stderr, SRV_NAME ": --fallback: registering again in --mode=%s, "
+		"on the same connection\n", mode_name(lower));
+	ring_stop_queues(s);
+	o->mode = lower;
+	s->nr_built = s->nr_registered = s->nr_accepted = 0;
+	s->setup_err = 0;
+	s->setup_err_what = NULL;
+	s->go = s->abort_start = false;
+	return true;
 }

@@ -491,6 +491,18 @@ static void test_init(void)
 			 "init_with_bufring_offer_accepts_%s", mode_name(m));
 		EXPECT_INT(name, 0, init_reply_build(&in, &o, 2, 4096, &out));
 	}
+	/* --fallback echoes the series' flag: it tries again (0020) */
+	o.mode = SRV_MODE_PINNED_BUFFERS;
+	init_reply_build(&in, &o, 2, 4096, &out);
+	result("init_reply_without_fallback_leaves_bufring_flag_out",
+	       !(((uint64_t)out.flags2 << 32) & FUSE_HAS_URING_BUFRING),
+	       "flags2 %#x", out.flags2);
+	o.fallback = true;
+	init_reply_build(&in, &o, 2, 4096, &out);
+	result("init_reply_with_fallback_echoes_bufring_flag",
+	       ((uint64_t)out.flags2 << 32) & FUSE_HAS_URING_BUFRING,
+	       "flags2 %#x", out.flags2);
+	o.fallback = false;
 	o.mode = SRV_MODE_IOVEC;
 	in.major = 8;
 	EXPECT_INT("init_major_8_eproto", -EPROTO,
@@ -952,8 +964,11 @@ static void test_modes(void)
 	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "--mode=pinned-buffers", "--fallback", "/b",
 		    "/m", NULL);
-	result("options_fallback_needs_zero_copy",
-	       ret == -EINVAL && strstr(err, "--fallback needs --mode=zero-copy"),
+	result("options_fallback_with_pinned_buffers", !ret && o.fallback,
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--mode=bufring", "--fallback", "/b", "/m", NULL);
+	result("options_fallback_needs_a_pinned_or_zero_copy_mode",
+	       ret == -EINVAL && strstr(err, "--fallback needs --mode=pinned-headers"),
 	       "ret=%d err=%s", ret, err);
 	ret = parse(&o, err, "--mode=pool-fixed", "--fallback", "/b", "/m",
 		    NULL);
@@ -985,6 +1000,21 @@ static void test_modes(void)
 	       o.mode == SRV_MODE_PINNED_BUFFERS, "mode %s", mode_name(o.mode));
 	parse(&o, err, "--mode=pinned-buffers", "/b", "/m", NULL);
 	EXPECT_INT("pinned_buffers_needs_no_cap", 0, zero_copy_decide(&o, false));
+
+	/* the rung after a refused REGISTER on the live connection */
+	EXPECT_INT("register_fallback_zero_copy_eperm_pinned_buffers",
+		   SRV_MODE_PINNED_BUFFERS,
+		   register_fallback(SRV_MODE_ZERO_COPY, -EPERM));
+	EXPECT_INT("register_fallback_pinned_enomem_bufring", SRV_MODE_BUFRING,
+		   register_fallback(SRV_MODE_PINNED_BUFFERS, -ENOMEM));
+	EXPECT_INT("register_fallback_zero_copy_enomem_bufring", SRV_MODE_BUFRING,
+		   register_fallback(SRV_MODE_ZERO_COPY, -ENOMEM));
+	EXPECT_INT("register_fallback_none_after_einval", SRV_MODE_AUTO,
+		   register_fallback(SRV_MODE_PINNED_BUFFERS, -EINVAL));
+	EXPECT_INT("register_fallback_none_for_bufring", SRV_MODE_AUTO,
+		   register_fallback(SRV_MODE_BUFRING, -ENOMEM));
+	EXPECT_INT("register_fallback_none_on_7_3", SRV_MODE_AUTO,
+		   register_fallback(SRV_MODE_POOL_ZERO_COPY, -EPERM));
 }
 
 static void test_pinned_bytes(void)

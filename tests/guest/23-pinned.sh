@@ -4,7 +4,10 @@
 # CAP_IPC_LOCK it refuses to start with one message naming the bytes and
 # 'ulimit -l N', and mounts nothing; with CAP_IPC_LOCK the same limit does
 # not matter; while mounted its VmPin is exactly the pages of every queue's
-# pinned regions; fio --verify=crc32c passes in both modes, direct and
+# pinned regions; when another server of the user holds the pinned memory
+# the limit allows, the kernel refuses the REGISTERs (ENOMEM), and with
+# --fallback the server registers again in bufring mode on the same
+# connection (kernel-patches/0020); fio --verify=crc32c passes in both modes, direct and
 # buffered. After kill -9 in the middle of fio, and after a forced unmount
 # with requests in flight, a new server whose RLIMIT_MEMLOCK is exactly its
 # own need (no CAP_IPC_LOCK) starts: the dead connection's pages were
@@ -123,6 +126,51 @@ if mount_pinned "RLIMIT_MEMLOCK 64 KiB with CAP_IPC_LOCK" "$W/ipc-lock.log" pinn
 fi
 SRV=$SRV_BIN
 took "RLIMIT_MEMLOCK"
+
+# ---- the kernel refuses on the live connection: --fallback steps down ----------
+
+# RLIMIT_MEMLOCK counts every pinned page of the user, which the server's
+# own check before mounting cannot see. A first server, the holder, pins
+# exactly its limit; a second with the same limit and no CAP_IPC_LOCK
+# passes its own check, mounts, and has its REGISTERs refused with ENOMEM.
+# Without --fallback it exits 1 with the kernel's explanation; with it, its
+# INIT reply carried FUSE_HAS_URING_BUFRING, so the refusal left io_uring
+# on (kernel-patches/0020), and it registers again in bufring mode on the
+# same connection, and serves.
+LIMIT=$(need pinned-buffers)
+SRV=$W/limited-srv
+if refsrv_start "$W/holder.log" --mode=pinned-buffers --queue-depth=$DEPTH; then
+	HOLDER=$SRV_PID HOLDER_M=$M HOLDER_B=$B
+	B=$W/backing2 M=$W/mnt2
+	mkdir -p "$B" "$M"
+	out=$(limited "$LIMIT" "$SRV_BIN" --foreground --mode=pinned-buffers \
+		--queue-depth=$DEPTH "$B" "$M" 2>&1)
+	status=$?
+	check_eq "held memory, no --fallback: the kernel's ENOMEM stops the second server (exit 1)" \
+		"1 1" "$status $(printf '%s\n' "$out" | grep -c '^fuse-uring-server: the kernel refused to pin the queue memory (ENOMEM; it counts every process of the user against the limit): ')"
+	check_eq "held memory, no --fallback: nothing left mounted" "none" "$(mount_type "$M")"
+	if refsrv_start "$W/step-down.log" --mode=pinned-buffers --fallback \
+		--queue-depth=$DEPTH; then
+		check_eq "held memory, --fallback: registers again in bufring mode on the same connection" \
+			"1" "$(grep -c '^fuse-uring-server: --fallback: registering again in --mode=bufring, on the same connection$' "$W/step-down.log")"
+		check_eq "held memory, --fallback: ... and runs in bufring mode" \
+			"1" "$(grep -c 'entries, payload [0-9]* B, mode bufring$' "$W/step-down.log")"
+		check_eq "held memory, --fallback: ... pinning nothing" "0" "$(vmpin_kb "$SRV_PID")"
+		head -c 300000 /dev/urandom >"$W/data"
+		cp "$W/data" "$M/data"
+		check "held memory, --fallback: ... and serves (300000 B written and read back)" \
+			cmp "$W/data" "$M/data"
+		refsrv_stop "held memory, --fallback"
+	else
+		fail "held memory, --fallback: mounts" "$(tail -n 3 "$W/step-down.log" | tr '\n' ' ')"
+	fi
+	SRV_PID=$HOLDER M=$HOLDER_M B=$HOLDER_B
+	refsrv_stop "the holder"
+else
+	fail "the holder of the pinned memory mounts" "$(tail -n 3 "$W/holder.log" | tr '\n' ' ')"
+fi
+SRV=$SRV_BIN
+took "--fallback on the live connection"
 
 # ---- fio in each mode, with VmPin exact while mounted --------------------------
 

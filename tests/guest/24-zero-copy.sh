@@ -48,8 +48,8 @@ out=$(nosysadmin "$SRV" --foreground --mode=zero-copy --fallback "$B" "$M" 2>&1)
 check_eq "no CAP_SYS_ADMIN, --fallback: a notice, then pinned-buffers mode (whose mount(2) needs it too)" \
 	"fuse-uring-server: no CAP_SYS_ADMIN for --mode=zero-copy: falling back to --mode=pinned-buffers (--fallback)
 fuse-uring-server: mount: Operation not permitted" "$out"
-check_fails_with "--fallback without zero-copy is refused" "--fallback needs --mode=zero-copy" \
-	"$SRV" --foreground --mode=pinned-buffers --fallback "$B" "$M"
+check_fails_with "--fallback without a pinned or zero-copy mode is refused" "--fallback needs --mode=pinned-headers" \
+	"$SRV" --foreground --mode=bufring --fallback "$B" "$M"
 check_eq "nothing mounted after the refusals" "none" "$(mount_type "$M")"
 
 took "refusals"
