@@ -8,6 +8,7 @@
  *
  *   pool-errors MOUNTPOINT   (as root, with enable_uring set)
  *   pool-errors MOUNTPOINT zero-copy-abort   the two zero-copy cases alone (lab 06)
+ *   pool-errors MOUNTPOINT waits   the requests that wait for a pool buffer alone
  *   pool-errors --list       the names of the cases
  *
  * Prints "ok NAME" or "not ok NAME: why" per case (tests/unit.h).
@@ -25,8 +26,10 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "kernel-log.h"
 #include "unit.h"
 
 #ifndef FUSE_HAS_IO_URING_BUFPOOL
@@ -103,6 +106,21 @@ static const char *const cases[] = {
 	"shared_slot_second_read_never_reaches_the_server",
 	"shared_slot_read_fixed_fills_the_held_read",
 	"shared_slot_held_read_intact",
+	"one_buffer_queues_on_every_queue",
+	"one_buffer_read_holds_the_only_buffer",
+	"one_buffer_write_waits_for_the_buffer",
+	"one_buffer_release_passes_the_waiting_write",
+	"one_buffer_read_has_the_servers_bytes",
+	"one_buffer_write_arrives_as_written",
+	"one_buffer_close_returns_0",
+	"cancelled_send_queues_with_an_entry_on_a_second_ring",
+	"cancelled_send_read_waits_in_the_second_rings_task_work",
+	"cancelled_send_fsync_held_on_the_first_ring",
+	"cancelled_send_write_waits_for_the_buffer",
+	"cancelled_send_gives_the_buffer_to_the_waiting_write",
+	"cancelled_send_read_fails_ecanceled",
+	"cancelled_send_write_arrives_as_written",
+	"waits_kernel_log_clean",
 };
 
 static _Noreturn void die(const char *what)
@@ -1039,6 +1057,666 @@ static void case_zero_copy_shared_slot(void)
 	close(memfd);
 }
 
+/*
+ * ---- waiting for a pool buffer -----------------------------------------
+ *
+ * A pool with fewer buffers than its queue has entries: a request that
+ * needs a buffer while none is free waits in the queue's fuse_req_queue.
+ * 7.3 as released looks at the oldest waiting request only, and a buffer
+ * that comes back without an entry fetching with it starts nothing. So:
+ * - a RELEASE, which needs no buffer, waits behind a WRITE that waits for
+ *   the buffer a held READ has, with the other entry idle;
+ * - the buffer of a request whose send io_uring cancelled (its entry's
+ *   ring was closed) is not given to the WRITE that waits for it.
+ * A server that answers what it holds only once it has seen the later
+ * request stalls for good. kernel-patches-7.3/0003 (the series' 0019)
+ * sends both; before it the two cases below fail.
+ *
+ * Every queue has DEPTH (2) entries and a pool of one buffer, not fixed
+ * (copy mode). The callers are threads pinned to CPU 0, so that their
+ * requests share queue 0 (the queue is the caller's CPU); this thread is
+ * the server, and holds a request by not committing it. Files: "x" is read,
+ * "f" written, "g" closed or fsync'ed; every READ and WRITE is WT_SIZE
+ * bytes (direct I/O), the pool's one buffer.
+ */
+#define WT_SIZE PAYLOAD
+#define WT_STALL_MS 3000	/* how long a request that can go may take */
+#define WT_WAIT_MS 5000		/* for what goes at once */
+#define WT_QUIET_MS 300		/* "nothing arrives": a request that waits */
+
+enum { WT_X = 2, WT_F, WT_G };	/* node ids */
+
+/* One system call, made by a thread of its own pinned to CPU 0. */
+struct wt_call {
+	pthread_t th;
+	bool started;
+	ssize_t (*fn)(struct wt_call *);
+	int fd;
+	ssize_t ret;
+	int err;		/* errno, or 0 */
+	int tid;		/* set just before the call */
+	int done;
+	char buf[WT_SIZE] __attribute__((aligned(4096)));
+};
+
+static struct wt_call wt_calls[3];
+
+/* The server's view of a case. */
+static struct {
+	bool hold_read, hold_fsync;	/* hold the first READ, FSYNC */
+	int read_q, read_e;		/* the held READ, or -1 */
+	int fsync_q, fsync_e;		/* the held FSYNC, or -1 */
+	int reads, writes, releases;	/* seen on the ring */
+	bool write_bad;			/* a WRITE's bytes not as written */
+	int fd_x, fd_f, fd_g;
+	int open_err;
+	int opened;
+	struct io_uring r2;		/* cancelled-send: entry 1 of queue 0 */
+	bool r2_up;
+} wt;
+
+/* why a case failed: set when an earlier step did */
+static const char *wt_why(const char *why)
+{
+	return why ? why : "an earlier step failed";
+}
+
+static char wt_read_byte(uint64_t i)
+{
+	return (char)('r' + i % 11);
+}
+
+static char wt_write_byte(uint64_t i)
+{
+	return (char)('w' + i % 7);
+}
+
+static long wt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Answer the request of entry e of queue q: error err, len payload bytes. */
+static void wt_commit(int q, int e, int err, size_t len)
+{
+	struct fuse_uring_req_header *h = &c.hdr[q][e];
+	uint64_t unique = ((struct fuse_in_header *)h->in_out)->unique;
+	uint64_t commit_id = h->ring_ent_in_out.commit_id;
+	struct io_uring_sqe *sqe;
+
+	*(struct fuse_out_header *)h->in_out = (struct fuse_out_header){
+		(uint32_t)(sizeof(struct fuse_out_header) + len), err, unique };
+	h->ring_ent_in_out.payload_sz = (uint32_t)len;
+	cmd(&sqe, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, q, e)->commit_id =
+		commit_id;
+	io_uring_submit(&c.ring);
+}
+
+/* The READ's reply: its bytes, from the file's pattern, in its buffer. */
+static void wt_answer_read(int q, int e)
+{
+	struct fuse_uring_req_header *h = &c.hdr[q][e];
+	struct fuse_read_in *ri = (void *)h->op_in;
+	char *buf = c.pool[q] + h->ring_ent_in_out.offset;
+	size_t len = ri->size < WT_SIZE ? ri->size : WT_SIZE;
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = wt_read_byte(ri->offset + i);
+	wt_commit(q, e, 0, len);
+}
+
+/*
+ * Answer LOOKUP of "x", "f" and "g", GETATTR, OPEN (direct I/O), READ,
+ * WRITE (checking its bytes), FLUSH, FSYNC and RELEASE; or hold the first
+ * READ, FSYNC, if told to.
+ */
+static void wt_serve(int q, int e)
+{
+	struct fuse_uring_req_header *h = &c.hdr[q][e];
+	struct fuse_in_header *in = (void *)h->in_out;
+	/* the payload buffer: only for a request that has one */
+	char *buf = c.pool[q] + h->ring_ent_in_out.offset;
+	struct fuse_attr attr = { .ino = in->nodeid, .mode = S_IFREG | 0644,
+				  .nlink = 1, .size = WT_SIZE,
+				  .blocks = WT_SIZE / 512 };
+	size_t len = 0;
+	int err = 0;
+
+	switch (in->opcode) {
+	case FUSE_LOOKUP: {
+		struct fuse_entry_out *eo = (void *)buf;
+
+		attr.ino = !strcmp(buf, "x") ? WT_X : !strcmp(buf, "f") ? WT_F :
+			   !strcmp(buf, "g") ? WT_G : 0;
+		if (!attr.ino) {
+			err = -ENOENT;
+			break;
+		}
+		memset(eo, 0, sizeof(*eo));
+		eo->nodeid = attr.ino;
+		eo->attr = attr;
+		len = sizeof(*eo);
+		break;
+	}
+	case FUSE_GETATTR: {
+		struct fuse_attr_out *ao = (void *)buf;
+
+		memset(ao, 0, sizeof(*ao));
+		ao->attr = in->nodeid == 1 ?
+			   (struct fuse_attr){ .ino = 1, .mode = S_IFDIR | 0755,
+					       .nlink = 2 } : attr;
+		len = sizeof(*ao);
+		break;
+	}
+	case FUSE_OPEN: {
+		struct fuse_open_out *oo = (void *)buf;
+
+		memset(oo, 0, sizeof(*oo));
+		oo->fh = in->nodeid;
+		oo->open_flags = FOPEN_DIRECT_IO;
+		len = sizeof(*oo);
+		break;
+	}
+	case FUSE_READ:
+		wt.reads++;
+		if (wt.hold_read && wt.read_q < 0) {
+			wt.read_q = q;
+			wt.read_e = e;
+			return;
+		}
+		wt_answer_read(q, e);
+		return;
+	case FUSE_WRITE: {
+		struct fuse_write_in *wi = (void *)h->op_in;
+		struct fuse_write_out *wo = (void *)buf;
+		bool bad = wi->offset != 0 || wi->size != WT_SIZE ||
+			   h->ring_ent_in_out.payload_sz != WT_SIZE;
+
+		for (int i = 0; i < WT_SIZE && !bad; i++)
+			bad = buf[i] != wt_write_byte((uint64_t)i);
+		wt.write_bad |= bad;
+		wt.writes++;
+		memset(wo, 0, sizeof(*wo));
+		wo->size = wi->size;
+		len = sizeof(*wo);
+		break;
+	}
+	case FUSE_FSYNC:
+		if (wt.hold_fsync && wt.fsync_q < 0) {
+			wt.fsync_q = q;
+			wt.fsync_e = e;
+			return;
+		}
+		break;
+	case FUSE_RELEASE:
+		wt.releases++;
+		break;
+	case FUSE_FLUSH:
+		break;
+	default:
+		err = -ENOSYS;
+	}
+	wt_commit(q, e, err, len);
+}
+
+/* Serve for up to ms, or until stop() holds. */
+static void wt_serve_for(int ms, bool (*stop)(void))
+{
+	long end = wt_now_ms() + ms;
+
+	while (!(stop && stop()) && wt_now_ms() < end) {
+		struct __kernel_timespec ts = { .tv_nsec = 50 * 1000 * 1000 };
+		struct io_uring_cqe *cqe;
+		uint64_t ud;
+		int res;
+
+		if (io_uring_wait_cqe_timeout(&c.ring, &cqe, &ts))
+			continue;
+		ud = cqe->user_data;
+		res = cqe->res;
+		io_uring_cqe_seen(&c.ring, cqe);
+		if (res < 0 || ud >= (uint64_t)(nq * DEPTH)) {
+			printf("# command %llu ended with %d\n",
+			       (unsigned long long)ud, res);
+			continue;
+		}
+		wt_serve((int)ud / DEPTH, (int)ud % DEPTH);
+	}
+}
+
+static bool wt_call_done(struct wt_call *k)
+{
+	return __atomic_load_n(&k->done, __ATOMIC_SEQ_CST);
+}
+
+static bool wt_read_held(void) { return wt.read_q >= 0; }
+static bool wt_fsync_held(void) { return wt.fsync_q >= 0; }
+static bool wt_written(void) { return wt.writes > 0; }
+static bool wt_released(void) { return wt.releases > 0; }
+static bool wt_opened(void)
+{
+	return __atomic_load_n(&wt.opened, __ATOMIC_SEQ_CST);
+}
+
+static bool wt_all_returned(void)
+{
+	for (size_t i = 0; i < sizeof(wt_calls) / sizeof(wt_calls[0]); i++)
+		if (wt_calls[i].started && !wt_call_done(&wt_calls[i]))
+			return false;
+	return true;
+}
+
+static ssize_t wt_pread(struct wt_call *k)
+{
+	return pread(k->fd, k->buf, WT_SIZE, 0);
+}
+
+static ssize_t wt_pwrite(struct wt_call *k)
+{
+	for (int i = 0; i < WT_SIZE; i++)
+		k->buf[i] = wt_write_byte((uint64_t)i);
+	return pwrite(k->fd, k->buf, WT_SIZE, 0);
+}
+
+static ssize_t wt_close_fd(struct wt_call *k)
+{
+	return close(k->fd);
+}
+
+static ssize_t wt_fsync(struct wt_call *k)
+{
+	return fsync(k->fd);
+}
+
+static void *wt_thread(void *arg)
+{
+	struct wt_call *k = arg;
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one)) {
+		k->err = errno;
+		k->ret = -1;
+	} else {
+		__atomic_store_n(&k->tid, (int)gettid(), __ATOMIC_SEQ_CST);
+		k->ret = k->fn(k);
+		k->err = k->ret < 0 ? errno : 0;
+	}
+	__atomic_store_n(&k->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void wt_start(struct wt_call *k, ssize_t (*fn)(struct wt_call *),
+		     int fd)
+{
+	k->fn = fn;
+	k->fd = fd;
+	if (pthread_create(&k->th, NULL, wt_thread, k))
+		die("pthread_create");
+	k->started = true;
+}
+
+/* Does the caller sleep in its system call (within 2 s)? */
+static bool wt_sleeps(struct wt_call *k)
+{
+	char path[64], line[512], *p;
+	int tid = 0;
+
+	for (int i = 0; i < 2000 && !tid; i++) {
+		tid = __atomic_load_n(&k->tid, __ATOMIC_SEQ_CST);
+		if (!tid)
+			usleep(1000);
+	}
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	for (int i = 0; tid && i < 400 && !wt_call_done(k); i++) {
+		FILE *f = fopen(path, "re");
+
+		p = f ? fgets(line, sizeof(line), f) : NULL;
+		if (f)
+			fclose(f);
+		p = p ? strrchr(line, ')') : NULL;
+		if (p && (p[2] == 'S' || p[2] == 'D'))
+			return !wt_call_done(k);
+		usleep(5000);
+	}
+	return false;
+}
+
+static void *wt_open_files(void *arg)
+{
+	char path[512];
+
+	(void)arg;
+	snprintf(path, sizeof(path), "%s/x", mnt);
+	wt.fd_x = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	wt.fd_f = open(path, O_WRONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/g", mnt);
+	wt.fd_g = open(path, O_RDONLY | O_CLOEXEC);
+	wt.open_err = wt.fd_x < 0 || wt.fd_f < 0 || wt.fd_g < 0 ? errno : 0;
+	__atomic_store_n(&wt.opened, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/*
+ * Every queue: ADD_QUEUE, ADD_BUFPOOL of one buffer, DEPTH REGISTERs; then
+ * "x", "f" and "g" are opened. With ring2, entry 1 of queue 0 is left out
+ * and registered after the opens from a second ring, with
+ * IORING_SETUP_DEFER_TASKRUN: a request sent to it waits in that ring's
+ * task work until this thread waits on that ring, which it never does.
+ * Registered last, it is the entry queue 0 hands its next request to.
+ * NULL, or what failed.
+ */
+static const char *wt_open(bool ring2)
+{
+	static char why[128];
+	pthread_t opener;
+	int err = 0;
+
+	memset(&wt, 0, sizeof(wt));
+	memset(wt_calls, 0, sizeof(wt_calls));
+	wt.read_q = wt.read_e = wt.fsync_q = wt.fsync_e = -1;
+	wt.fd_x = wt.fd_f = wt.fd_g = -1;
+	conn_open();
+	for (int q = 0; q < nq && !err; q++) {
+		err = add_queue(q, 0);
+		err = err ? err : add_bufpool(q, WT_SIZE, 0, false);
+		for (int e = 0; e < DEPTH && !err; e++)
+			if (!ring2 || q || e != 1)
+				err = reg(q, e, false, 0) == 1 ? 0 : -EPROTO;
+	}
+	if (err) {
+		snprintf(why, sizeof(why), "ADD_QUEUE, ADD_BUFPOOL, REGISTER: %s",
+			 strerror(-err));
+		return why;
+	}
+	pthread_create(&opener, NULL, wt_open_files, NULL);
+	wt_serve_for(WT_WAIT_MS, wt_opened);
+	if (!wt_opened())
+		umount2(mnt, MNT_FORCE);	/* let it return */
+	pthread_join(opener, NULL);
+	if (wt.open_err || !wt_opened()) {
+		snprintf(why, sizeof(why), "open of \"x\", \"f\", \"g\": %s",
+			 wt.open_err ? strerror(wt.open_err) : "no answer");
+		return why;
+	}
+	if (ring2) {
+		struct io_uring_sqe *sqe;
+		struct io_uring_cqe *cqe;
+		struct fuse_uring_cmd_req *req;
+
+		err = io_uring_queue_init(8, &wt.r2, IORING_SETUP_SQE128 |
+					  IORING_SETUP_SINGLE_ISSUER |
+					  IORING_SETUP_DEFER_TASKRUN);
+		if (err) {
+			snprintf(why, sizeof(why), "io_uring_queue_init("
+				 "DEFER_TASKRUN): %s", strerror(-err));
+			return why;
+		}
+		wt.r2_up = true;
+		sqe = io_uring_get_sqe(&wt.r2);
+		memset(sqe, 0, 2 * sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = c.fd;
+		sqe->cmd_op = FUSE_IO_URING_CMD_REGISTER;
+		sqe->addr = (uintptr_t)c.iov[0][1];
+		sqe->len = 2;
+		sqe->user_data = 1;
+		req = (void *)sqe->cmd;
+		req->qid = 0;
+		if (io_uring_submit(&wt.r2) != 1)
+			die("io_uring_submit");
+		if (!io_uring_peek_cqe(&wt.r2, &cqe)) {
+			snprintf(why, sizeof(why), "REGISTER on the second ring "
+				 "gave %d", cqe->res);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The end of a case: abort the connection, which ends the requests of
+ * callers that still wait and makes the closes below send nothing; join
+ * the callers; close what is open.
+ */
+static void wt_close(void)
+{
+	umount2(mnt, MNT_FORCE);	/* aborts; EBUSY: files are open */
+	for (size_t i = 0; i < sizeof(wt_calls) / sizeof(wt_calls[0]); i++)
+		if (wt_calls[i].started)
+			pthread_join(wt_calls[i].th, NULL);
+	if (wt.fd_x >= 0)
+		close(wt.fd_x);
+	if (wt.fd_f >= 0)
+		close(wt.fd_f);
+	if (wt.fd_g >= 0)
+		close(wt.fd_g);
+	if (wt.r2_up)
+		io_uring_queue_exit(&wt.r2);
+	conn_close();
+}
+
+static bool wt_read_as_served(struct wt_call *k)
+{
+	if (k->ret != WT_SIZE)
+		return false;
+	for (int i = 0; i < WT_SIZE; i++)
+		if (k->buf[i] != wt_read_byte((uint64_t)i))
+			return false;
+	return true;
+}
+
+/*
+ * The server holds a READ of "x", which has queue 0's one buffer; a WRITE
+ * of "f" waits for that buffer, with entry 1 free; then a caller closes
+ * "g". Its FLUSH goes at once (a foreground request that finds a free
+ * entry); its RELEASE is a background request, queued behind the WRITE. It
+ * needs no buffer, and must reach the server while the READ is held.
+ * 7.3 as released sends it only after the READ is committed
+ * (fuse_uring_queue_bq_req() looks at the oldest waiting request only).
+ */
+static void case_release_passes_the_waiting_write(void)
+{
+	struct wt_call *rd = &wt_calls[0], *wr = &wt_calls[1], *cl = &wt_calls[2];
+	const char *why = wt_open(false);
+	long released_ms = -1, t0;
+	bool held = false, waited = false;
+
+	result("one_buffer_queues_on_every_queue", !why, "%s", wt_why(why));
+	if (!why) {
+		wt.hold_read = true;
+		wt_start(rd, wt_pread, wt.fd_x);
+		wt_serve_for(WT_WAIT_MS, wt_read_held);
+		held = wt.read_q == 0;
+		if (!held)
+			why = wt.read_q < 0 ? "no READ reached the server" :
+			      "the READ came on another queue than CPU 0's";
+	}
+	result("one_buffer_read_holds_the_only_buffer", held, "%s", wt_why(why));
+	if (held) {
+		wt_start(wr, wt_pwrite, wt.fd_f);
+		waited = wt_sleeps(wr);
+		wt_serve_for(WT_QUIET_MS, wt_written);
+		waited = waited && !wt.writes && !wt_call_done(wr);
+		if (!waited)
+			why = wt.writes ? "the WRITE reached the server while the "
+			      "held READ had the only buffer" :
+			      "the writer did not wait";
+	}
+	result("one_buffer_write_waits_for_the_buffer", waited, "%s", wt_why(why));
+	if (waited) {
+		wt_start(cl, wt_close_fd, wt.fd_g);
+		wt.fd_g = -1;
+		t0 = wt_now_ms();
+		wt_serve_for(WT_STALL_MS, wt_released);
+		if (wt.releases)
+			released_ms = wt_now_ms() - t0;
+		/* now the READ: the WRITE gets the buffer, the callers return */
+		wt_answer_read(wt.read_q, wt.read_e);
+		wt_serve_for(WT_WAIT_MS, wt_all_returned);
+		printf("# 7.3: queue 0, 2 entries, a pool of 1 buffer: the server "
+		       "held a READ, a WRITE waited for the buffer; the RELEASE of "
+		       "close(2) %s %ld ms%s; after the READ's commit the read(2) "
+		       "gave %zd, the WRITE %s, write(2) %zd, close(2) %zd\n",
+		       released_ms >= 0 ? "reached the server after" :
+		       "did not reach the server within",
+		       released_ms >= 0 ? released_ms : (long)WT_STALL_MS,
+		       released_ms >= 0 ? ", with the READ held" :
+		       wt.releases ? " with the READ held, but after its commit" :
+		       " with the READ held, nor after its commit",
+		       rd->ret, !wt.writes ? "never came" : wt.write_bad ?
+		       "came, not as written" : "came as written",
+		       wr->ret, cl->ret);
+		why = "the RELEASE of \"g\" did not reach the server within "
+		      "3000 ms while the held READ had the only buffer and a "
+		      "WRITE waited for it: it waited behind the WRITE with "
+		      "entry 1 free";
+	}
+	result("one_buffer_release_passes_the_waiting_write", released_ms >= 0,
+	       "%s", why);
+	result("one_buffer_read_has_the_servers_bytes",
+	       waited && wt_read_as_served(rd), "%s", waited ?
+	       "the read(2) did not return the server's bytes" : why);
+	result("one_buffer_write_arrives_as_written",
+	       waited && wt.writes == 1 && !wt.write_bad && wr->ret == WT_SIZE,
+	       "%s", waited ? "WRITE not served as written, or write(2) did "
+	       "not return its size" : why);
+	result("one_buffer_close_returns_0",
+	       waited && wt_call_done(cl) && cl->ret == 0 && wt.releases == 1,
+	       "%s", waited ? "close(2) failed, or its RELEASE never came" : why);
+	wt_close();
+}
+
+/*
+ * Entry 1 of queue 0 is on a second ring whose task work waits
+ * (DEFER_TASKRUN). A READ of "x" goes to it, takes queue 0's one buffer,
+ * and waits in that ring's task work; the server holds an FSYNC of "g" on
+ * entry 0 (it needs no buffer; of "g", as fsync(2) holds its file's inode
+ * lock); a WRITE of "f" waits, for an entry and then, as the FSYNC is
+ * answered, for the buffer. Closing the second ring cancels the READ's
+ * send (fuse_uring_send_in_task() with tw.cancel): the read(2) fails with
+ * ECANCELED and the buffer comes back, and the WRITE must take it on entry
+ * 0 at once. 7.3 as released lets it wait until some entry commits, and
+ * the server has nothing left to commit.
+ */
+static void case_cancelled_send_gives_the_buffer(void)
+{
+	struct wt_call *rd = &wt_calls[0], *fs = &wt_calls[1], *wr = &wt_calls[2];
+	const char *why = wt_open(true);
+	bool rd_waits = false, held = false, waited = false, gave = false;
+	long gave_ms = -1, t0;
+
+	result("cancelled_send_queues_with_an_entry_on_a_second_ring", !why,
+	       "%s", wt_why(why));
+	if (!why) {
+		wt.hold_read = wt.hold_fsync = true;
+		wt_start(rd, wt_pread, wt.fd_x);
+		rd_waits = wt_sleeps(rd);
+		wt_serve_for(WT_QUIET_MS, wt_read_held);
+		rd_waits = rd_waits && !wt.reads && !wt_call_done(rd);
+		if (!rd_waits)
+			why = wt.reads ? "the READ came on the first ring" :
+			      "the reader did not wait";
+	}
+	result("cancelled_send_read_waits_in_the_second_rings_task_work",
+	       rd_waits, "%s", wt_why(why));
+	if (rd_waits) {
+		wt_start(fs, wt_fsync, wt.fd_g);
+		wt_serve_for(WT_WAIT_MS, wt_fsync_held);
+		held = wt.fsync_q == 0 && wt.fsync_e == 0;
+		if (!held)
+			why = wt.fsync_q < 0 ? "no FSYNC reached the server" :
+			      "the FSYNC came on another entry than queue 0's 0";
+	}
+	if (held) {
+		wt_start(wr, wt_pwrite, wt.fd_f);
+		waited = wt_sleeps(wr);
+		wt_serve_for(WT_QUIET_MS, wt_written);
+		/* entry 0 commits the FSYNC, and finds no buffer for the WRITE */
+		wt_commit(wt.fsync_q, wt.fsync_e, 0, 0);
+		wt_serve_for(WT_QUIET_MS, wt_written);
+		waited = waited && !wt.writes && !wt.reads && !wt_call_done(wr);
+		if (!waited)
+			why = wt.writes ? "the WRITE reached the server while the "
+			      "READ on the second ring had the only buffer" :
+			      "the writer did not wait";
+	}
+	result("cancelled_send_fsync_held_on_the_first_ring",
+	       held && wt_call_done(fs) && fs->ret == 0, "%s", held ?
+	       "fsync(2) did not return 0 once the FSYNC was answered" : why);
+	result("cancelled_send_write_waits_for_the_buffer", waited, "%s", wt_why(why));
+	if (waited) {
+		/* the READ's send is cancelled; its buffer comes back */
+		io_uring_queue_exit(&wt.r2);
+		wt.r2_up = false;
+		t0 = wt_now_ms();
+		wt_serve_for(WT_STALL_MS, wt_written);
+		gave = wt.writes > 0;
+		if (gave)
+			gave_ms = wt_now_ms() - t0;
+		wt_serve_for(WT_WAIT_MS, wt_all_returned);
+		printf("# 7.3: queue 0, 2 entries, a pool of 1 buffer: closing the "
+		       "second ring cancelled the send of the READ that had the "
+		       "buffer (read(2): %s); the waiting WRITE %s %ld ms%s; "
+		       "write(2) %s\n",
+		       wt_call_done(rd) ? (rd->err ? strerror(rd->err) : "success") :
+		       "still waiting",
+		       gave ? "reached the server after" :
+		       "did not reach the server within",
+		       gave ? gave_ms : (long)WT_STALL_MS,
+		       !gave ? ", with entry 0 free" : wt.write_bad ?
+		       ", not as written" : ", as written",
+		       !wt_call_done(wr) ? "still waiting" :
+		       wr->ret == WT_SIZE ? "returned its size" : "failed");
+		why = "the WRITE did not reach the server within 3000 ms after "
+		      "closing the second ring cancelled the READ's send and gave "
+		      "back the only buffer, with entry 0 free";
+	}
+	result("cancelled_send_gives_the_buffer_to_the_waiting_write", gave,
+	       "%s", why);
+	result("cancelled_send_read_fails_ecanceled",
+	       waited && wt_call_done(rd) && rd->ret < 0 && rd->err == ECANCELED,
+	       "%s", waited ? "read(2) did not fail with ECANCELED" : why);
+	result("cancelled_send_write_arrives_as_written",
+	       waited && wt.writes == 1 && !wt.write_bad && wr->ret == WT_SIZE,
+	       "%s", waited ? (wt.writes ? "WRITE not as written, or write(2) "
+			       "did not return its size" :
+			       "the WRITE never reached the server") : why);
+	wt_close();
+}
+
+/*
+ * Both cases, then the kernel log written meanwhile: every record is
+ * printed as "# kernel: ..."; one that reports a broken kernel
+ * (kernel_splat(): BUG:, WARNING:, a lockdep report, ...) fails the last
+ * case. tests/guest/run reads the whole log after the file too.
+ */
+static void waits_cases(void)
+{
+	char rec[2048], splat[256] = "";
+	const char *text;
+	bool lost = false;
+	int kmsg = kmsg_mark();
+
+	case_release_passes_the_waiting_write();
+	case_cancelled_send_gives_the_buffer();
+	while (kmsg >= 0 && (text = kmsg_next(kmsg, rec, sizeof(rec), &lost))) {
+		printf("# kernel: %s\n", text);
+		if (!splat[0] && kernel_splat(text))
+			snprintf(splat, sizeof(splat), "%.200s", text);
+	}
+	if (kmsg >= 0)
+		close(kmsg);
+	result("waits_kernel_log_clean", kmsg >= 0 && !splat[0],
+	       kmsg < 0 ? "cannot read /dev/kmsg: %s" : "the kernel logged \"%s\"",
+	       kmsg < 0 ? strerror(errno) : splat);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--list")) {
@@ -1056,8 +1734,17 @@ int main(int argc, char **argv)
 		case_zero_copy_commit_while_read_fixed_waits();
 		return unit_exit_status();
 	}
+	if (argc == 3 && !strcmp(argv[2], "waits")) {
+		mnt = argv[1];
+		nq = possible_cpus();
+		if (nq < 1 || nq > MAX_QUEUES)
+			die("possible CPUs");
+		signal(SIGPIPE, SIG_IGN);
+		waits_cases();
+		return unit_exit_status();
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: pool-errors MOUNTPOINT [zero-copy-abort] | --list\n");
+		fprintf(stderr, "usage: pool-errors MOUNTPOINT [zero-copy-abort | waits] | --list\n");
 		return 2;
 	}
 	mnt = argv[1];
@@ -1076,5 +1763,6 @@ int main(int argc, char **argv)
 	case_zero_copy_commit_while_read_fixed_waits();
 	case_zero_copy_commit_from_another_ring();
 	case_zero_copy_shared_slot();
+	waits_cases();
 	return unit_exit_status();
 }

@@ -17,7 +17,11 @@
 # these cases), and a commit of it from a second ring is refused (EINVAL)
 # and can then be made on its own; and two entries of a queue on one zero-copy slot: REGISTER takes both, and
 # while one zero-copied READ is held, the next one fails with EBUSY before
-# the server sees it, the held one's data intact (recorded too).
+# the server sees it, the held one's data intact (recorded too); and with a
+# pool of one buffer and two entries, a RELEASE passes a WRITE that waits
+# for the buffer a held READ has, and the buffer of a send io_uring
+# cancelled goes to the waiting WRITE at once (kernel-patches-7.3/0003;
+# 7.3 as released fails three of these cases).
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
