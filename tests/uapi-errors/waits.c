@@ -9,12 +9,15 @@
  *     waits for a buffer, while an entry is free for it;
  *   - cancelled-send-gives-buffer-to-waiting-write: a buffer that comes
  *     back because io_uring cancelled the send of the request that held it
- *     goes to the request that waits for it, at once.
+ *     goes to the request that waits for it, at once;
+ *   - registered-entry-takes-waiting-write: an entry registered while a
+ *     request waits for one takes it at once.
  * Before 0019 both stall: the waiting request reaches the server only when
  * the server commits something, and a server that waits for it first never
  * does.
  *
- * Every queue here has two entries and one payload buffer, in copy mode.
+ * Every queue here has two entries and one payload buffer (two in the
+ * last case), in copy mode.
  * The callers are threads pinned to CPU 0, so that their requests share
  * queue 0; the server is this thread, which holds requests by not
  * committing them, and answers the rest with serve_mini()'s file system
@@ -36,6 +39,13 @@
 #include "server.h"
 
 #define ONE_BUF		1	/* payload buffers per queue */
+
+/* Where entry 1 of queue 0 is, when waits_open() returns */
+enum q0e1 {
+	Q0E1_RING1,	/* on the connection's ring, like every other entry */
+	Q0E1_RING2,	/* on a second ring, whose task work waits */
+	Q0E1_LATER,	/* not registered: the case does it */
+};
 #define STALL_MS	3000	/* how long a request that can go may take */
 
 /* One system call, made by a thread of its own pinned to CPU 0. */
@@ -119,6 +129,7 @@ struct waits {
 	bool hold_fsync;
 	struct { bool held; uint16_t qid, ent; } read, fsync;
 	int releases, writes;
+	uint16_t write_ent;	/* the entry the last WRITE came in */
 	bool write_bad;		/* a WRITE's payload was not the caller's */
 };
 
@@ -148,6 +159,7 @@ static void serve_write(struct waits *w, uint16_t qid, uint16_t ent)
 	wo.size = eio.payload_sz;
 	memcpy(buf, &wo, sizeof(wo));
 	w->writes++;
+	w->write_ent = ent;
 	mini_commit(&w->m, qid, ent, sizeof(wo));
 }
 
@@ -229,15 +241,19 @@ static void client_open(struct client *cl)
 }
 
 /*
- * A connection whose queues have two entries and one buffer each. With
- * ring2, entry 1 of queue 0 is registered from a second ring (with
- * IORING_SETUP_DEFER_TASKRUN: a request sent to it waits in the ring's
- * task work until this thread waits on that ring, which it never does)
- * before entry 0, so that entry 0 is the one queue 0 hands requests to
- * first. Then the three files are opened. 0, or -1 after failing the case.
+ * A connection whose queues have two entries and nbufs buffers each.
+ * Entry 1 of queue 0 is where e1 says. On Q0E1_RING2 it is registered
+ * from a second ring (with IORING_SETUP_DEFER_TASKRUN: a request sent to
+ * it waits in the ring's task work until this thread waits on that ring,
+ * which it never does) before entry 0, so that entry 0 is the one queue 0
+ * hands requests to first. Then the three files are opened. 0, or -1
+ * after failing the case.
  */
-static int waits_open(const char *name, struct waits *w, bool ring2)
+static int waits_open(const char *name, struct waits *w, enum q0e1 e1,
+		      unsigned int nbufs)
 {
+	bool ring2 = e1 == Q0E1_RING2;
+
 	unsigned int q;
 	uint16_t ent;
 	int err;
@@ -253,7 +269,7 @@ static int waits_open(const char *name, struct waits *w, bool ring2)
 			      .rw = RW_COPY, .memfd = -1 };
 	for (q = 0; q < nr_queues; q++)
 		if (qmem_alloc(name, &w->qs[q], DEPTH, max_payload,
-			       ONE_BUF * (size_t)max_payload))
+			       nbufs * (size_t)max_payload))
 			return -1;
 	if (conn_open(&w->c, name))
 		return -1;
@@ -275,7 +291,7 @@ static int waits_open(const char *name, struct waits *w, bool ring2)
 		for (ent = 0; ent < DEPTH; ent++) {
 			struct reg r = reg_bufring((uint16_t)q, ent, &w->qs[q]);
 
-			if (ring2 && q == 0 && ent == 1)
+			if (e1 != Q0E1_RING1 && q == 0 && ent == 1)
 				continue;
 			if (setup_register(name, &w->c, &r))
 				return -1;
@@ -335,7 +351,7 @@ void case_release_passes_write_waiting_for_buffer(const char *name)
 	bool release_first = false;
 
 	memset(calls, 0, sizeof(calls));
-	if (waits_open(name, &w, false))
+	if (waits_open(name, &w, Q0E1_RING1, ONE_BUF))
 		goto out;
 	if (call_start(name, rd, call_pread, w.fd_x))
 		goto out;
@@ -416,7 +432,7 @@ void case_cancelled_send_gives_buffer_to_waiting_write(const char *name)
 	struct waits w;
 
 	memset(calls, 0, sizeof(calls));
-	if (waits_open(name, &w, true))
+	if (waits_open(name, &w, Q0E1_RING2, ONE_BUF))
 		goto out;
 	w.hold_fsync = true;
 	if (call_start(name, fs, call_fsync, w.fd_g))
@@ -474,4 +490,74 @@ void case_cancelled_send_gives_buffer_to_waiting_write(const char *name)
 	}
 out:
 	waits_close(&w, calls, 3);
+}
+
+/*
+ * An entry registered while a request waits for one: queue 0 has only
+ * entry 0 when the server holds a READ on it; a WRITE finds no entry and
+ * waits. Then entry 1 is registered, and the WRITE must come in it at
+ * once (two buffers: one is free for it). Before 0019 a REGISTER only
+ * made the entry available: the WRITE waited for the READ's commit.
+ */
+void case_registered_entry_takes_waiting_write(const char *name)
+{
+	static struct call calls[2];
+	struct call *rd = &calls[0], *wr = &calls[1];
+	struct reg r;
+	struct waits w;
+
+	memset(calls, 0, sizeof(calls));
+	if (waits_open(name, &w, Q0E1_LATER, 2))
+		goto out;
+	if (call_start(name, rd, call_pread, w.fd_x))
+		goto out;
+	serve_for(&w, REQUEST_MS, read_held);
+	if (!w.read.held || w.read.qid != 0) {
+		fail(name, "set-up: no READ on queue 0 reached the server");
+		goto out;
+	}
+	write_pattern(wr->buf);
+	if (call_start(name, wr, call_pwrite, w.fd_f) || !call_waits(wr)) {
+		fail(name, "set-up: the writer does not wait");
+		goto out;
+	}
+	serve_for(&w, 300, written);
+	if (w.writes) {
+		fail(name, "set-up: the WRITE reached the server with no entry free");
+		goto out;
+	}
+	/* its CQE is the entry's first request: serve_for() takes it */
+	r = reg_bufring(0, 1, &w.qs[0]);
+	if (!register_sqe(&w.c, &r) || io_uring_submit(&w.c.ring) != 1) {
+		fail(name, "set-up: cannot submit the REGISTER of entry 1");
+		goto out;
+	}
+	serve_for(&w, STALL_MS, written);
+	if (!w.writes)
+		fail(name, "the WRITE did not reach the server within %d ms after "
+		     "entry 1 of queue 0 was registered, with the READ held on "
+		     "entry 0 and a buffer free", STALL_MS);
+	else if (w.write_ent != 1 || w.write_bad)
+		fail(name, "the WRITE came in entry %u (%s), expected entry 1",
+		     w.write_ent, w.write_bad ? "not as written" : "as written");
+	else {
+		mini_serve_one(&w.m, w.read.qid, w.read.ent);
+		calls_of_case = calls;
+		ncalls_of_case = 2;
+		serve_for(&w, REQUEST_MS, all_returned);
+		if (wr->ret != IO_SIZE || rd->ret != (ssize_t)strlen(SCRIPT) ||
+		    memcmp(rd->buf, SCRIPT, strlen(SCRIPT)))
+			fail(name, "write(2) gave %zd (%s), read(2) gave %zd (%s)",
+			     wr->ret, strerror(wr->err), rd->ret,
+			     strerror(rd->err));
+		else {
+			printf("# queue 0 with entry 0 only: the server held a READ, "
+			       "a WRITE waited for an entry; registering entry 1 "
+			       "sent it the WRITE at once, its %d bytes as "
+			       "written\n", IO_SIZE);
+			pass(name);
+		}
+	}
+out:
+	waits_close(&w, calls, 2);
 }
