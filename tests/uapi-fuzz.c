@@ -26,7 +26,16 @@
  *     payload_sz, unique, error, padding, commit_id, qid, a second commit
  *     of the same request, IOSQE_ASYNC (the command runs from io-wq);
  *   - in zero-copy mode moves the data with READ_FIXED/WRITE_FIXED, while
- *     a chaos thread updates and unregisters the fixed-buffer table;
+ *     a chaos thread updates and unregisters the fixed-buffer table; once
+ *     per queue and episode at most, answers a zero-copied READ with a
+ *     READ_FIXED from a pipe nobody writes, which blocks until the ring
+ *     goes (the request ends only when io_uring lets go of its pages:
+ *     kernel patch 0015), and commits it meanwhile;
+ *   - now and then forks a process that holds the /dev/fuse fd and sends
+ *     a REGISTER or a COMMIT_AND_FETCH from a ring of its own, in memory
+ *     that is not the queue's (refused by patch 0016 on buffer rings);
+ *   - answers FUSE_INIT with or without FUSE_HAS_URING_BUFRING, so that a
+ *     refused REGISTER leaves io_uring on or switches it off (patch 0020);
  *   - now and then mprotect()s or munmap()s a region the kernel uses;
  *   - ends in one of four ways, at a random point: umount, umount -f, an
  *     abort through fusectl, or kill -9 of the server.
@@ -150,6 +159,8 @@ struct stats {
 	long registers, registers_bent, registers_ok;
 	long requests, replies_bent, commits, commits_bent, async;
 	long fixed_ops, table_ops, region_ops;
+	long fixed_blocking;	/* READ_FIXEDs left waiting on a pipe */
+	long other_process;	/* commands from a forked process */
 	long workload_ops;
 	int mounted;		/* the server answered FUSE_INIT */
 	int stop;		/* the supervisor ends the episode */
@@ -186,6 +197,8 @@ struct queue {
 	char *arena;		/* where the regions are (map_region()) */
 	size_t arena_used;
 	int memfd;		/* zero-copy: the data READ_FIXED reads */
+	int pipe[2];		/* zero-copy: nobody writes it (blocking_read()) */
+	bool blocked;		/* a READ_FIXED waits on the pipe */
 	unsigned int async_pct;	/* commands issued with IOSQE_ASYNC, in % */
 	bool sharp;		/* zero-copy: io-wq on CPU 0 (see table_chaos()) */
 	bool protected;		/* a region is not writable (region_chaos()) */
@@ -195,7 +208,7 @@ struct queue {
 #define UD(kind, ent)	(((uint64_t)(kind) << 32) | (ent))
 #define UD_KIND(ud)	((unsigned int)((ud) >> 32))
 #define UD_ENT(ud)	((unsigned int)(ud) & 0xffff)
-enum { UD_REGISTER = 1, UD_COMMIT, UD_FIXED };
+enum { UD_REGISTER = 1, UD_COMMIT, UD_FIXED, UD_BLOCKING };
 
 static struct io_uring_sqe *cmd_sqe(struct queue *q, uint32_t op,
 				    const struct fuse_uring_cmd_req *req,
@@ -374,6 +387,27 @@ static int fixed_io(struct queue *q, unsigned int ent, bool read, uint32_t size,
 	}
 }
 
+/*
+ * A zero-copied READ answered with a READ_FIXED into its buffer from a pipe
+ * nobody writes: it blocks until the ring goes, holding the buffer, while
+ * the request is committed (with no data). The caller's read(2) returns
+ * only when io_uring lets go of the pages, at the episode's end.
+ */
+static int blocking_read(struct queue *q, unsigned int ent, uint32_t size)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_read_fixed(sqe, q->pipe[0], NULL, size, (uint64_t)-1, ent);
+	if (chance(&q->rng, 50))
+		sqe->flags |= IOSQE_ASYNC;
+	sqe->user_data = UD(UD_BLOCKING, ent);
+	q->blocked = true;
+	count(&st->fixed_blocking);
+	return io_uring_submit(&q->ring) == 1 ? 0 : -EIO;
+}
+
 /* The reply's data: the request's opcode answered for files f0..f3. */
 static int answer(struct queue *q, unsigned int ent, const struct fuse_in_header *ih,
 		  const char *op_in, const struct fuse_uring_ent_in_out *eio,
@@ -423,6 +457,9 @@ static int answer(struct queue *q, unsigned int ent, const struct fuse_in_header
 		const struct fuse_read_in *ri = (const void *)op_in;
 		uint32_t n = ri->size;
 
+		if ((eio->flags & FUSE_URING_ENT_ZERO_COPY) && !q->blocked &&
+		    chance(&q->rng, 3))
+			return blocking_read(q, ent, n);
 		if (eio->flags & FUSE_URING_ENT_ZERO_COPY)
 			return fixed_io(q, ent, true, n, ri->offset);
 		if (!buf)
@@ -568,6 +605,66 @@ static void serve(struct queue *q, unsigned int ent)
 }
 
 
+/*
+ * Another process with the /dev/fuse fd (a fork, as after SCM_RIGHTS):
+ * from a ring of its own it sends one REGISTER of this queue, with its
+ * regions' addresses (in its own copy of the memory), or one
+ * COMMIT_AND_FETCH of a made-up request, waits a moment for the answer,
+ * and exits, which closes its ring. The kernel may refuse either (on a
+ * buffer ring it must: patch 0016) or, in iovec mode, take the entry,
+ * which then goes with the child's ring.
+ */
+static void other_process(struct queue *q)
+{
+	struct fuse_uring_cmd_req req = { .qid = (uint16_t)q->qid };
+	struct __kernel_timespec ts = { .tv_nsec = 100 * 1000 * 1000 };
+	bool reg = chance(&q->rng, 50);
+	unsigned int ent = below(&q->rng, q->depth);
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	pid_t pid;
+
+	count(&st->other_process);
+	pid = fork();
+	if (pid != 0) {
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		return;
+	}
+	if (io_uring_queue_init(4, &ring, IORING_SETUP_SQE128))
+		_exit(0);
+	sqe = io_uring_get_sqe(&ring);
+	if (!sqe)
+		_exit(0);
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = q->fd;
+	if (reg) {
+		req.flags = q->mode->flags;
+		req.init.buf_size = q->buf_size;
+		req.init.queue_depth = (uint16_t)q->depth;
+		sqe->cmd_op = FUSE_IO_URING_CMD_REGISTER;
+		sqe->addr = (uintptr_t)(q->mode->flags ? NULL : q->iov[ent]);
+		sqe->len = 2;
+		sqe->buf_index = (uint16_t)ent;
+		if (q->mode->flags) {
+			static struct iovec iov[2];
+
+			iov[0] = (struct iovec){ q->headers, q->headers_len };
+			iov[1] = (struct iovec){ q->payload, q->payload_len };
+			sqe->addr = (uintptr_t)iov;
+		}
+	} else {
+		req.commit_id = next_u64(&q->rng) % 4096;
+		sqe->cmd_op = FUSE_IO_URING_CMD_COMMIT_AND_FETCH;
+	}
+	memcpy((char *)sqe + offsetof(struct io_uring_sqe, cmd), &req, sizeof(req));
+	io_uring_submit(&ring);
+	io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
+	_exit(0);
+}
+
 static void *queue_thread(void *arg)
 {
 	struct queue *q = arg;
@@ -603,6 +700,8 @@ static void *queue_thread(void *arg)
 		/* a late REGISTER: an id in use, or bent */
 		if (chance(&q->rng, 2))
 			queue_register(q, below(&q->rng, q->depth + 1), 70);
+		if (chance(&q->rng, 1))
+			other_process(q);
 		/* sometimes a slow server: requests queue up meanwhile */
 		if (chance(&q->rng, 3))
 			usleep(below(&q->rng, 20000));
@@ -690,6 +789,9 @@ static int answer_init(int fd, uint64_t *rng, uint32_t *max_payload)
 	if (!(offered & FUSE_OVER_IO_URING))
 		return -EOPNOTSUPP;
 	wanted = FUSE_INIT_EXT | FUSE_MAX_PAGES | FUSE_OVER_IO_URING;
+	/* half the servers say they retry a refused REGISTER (patch 0020) */
+	if (chance(rng, 50))
+		wanted |= FUSE_HAS_URING_BUFRING;
 	memset(&out, 0, sizeof(out));
 	out.major = FUSE_KERNEL_VERSION;
 	out.minor = in->minor < FUSE_KERNEL_MINOR_VERSION ? in->minor :
@@ -753,6 +855,7 @@ static void server(const struct mode *mode, uint64_t seed)
 			_exit(5);
 		q->memfd = memfd_create("uapi-fuzz", MFD_CLOEXEC);
 		if (q->memfd < 0 || ftruncate(q->memfd, FILE_SIZE) < 0 ||
+		    pipe2(q->pipe, O_CLOEXEC) ||
 		    queue_alloc(q) ||
 		    io_uring_queue_init(64, &q->ring, IORING_SETUP_SQE128))
 			_exit(5);
@@ -1090,12 +1193,15 @@ int main(int argc, char **argv)
 			printf("# %s episode %ld seed 0x%016llx: %ld REGISTERs (%ld bent, "
 			       "%ld accepted), %ld requests, %ld commits (%ld bent, "
 			       "%ld async), %ld replies bent, %ld fixed, %ld table, "
-			       "%ld region ops, %ld workload ops; %s after %ld ms\n",
+			       "%ld region ops, %ld workload ops, %ld READ_FIXEDs "
+			       "left blocking, %ld commands from another process; "
+			       "%s after %ld ms\n",
 			       mode->name, episodes, (unsigned long long)es,
 			       st->registers, st->registers_bent, st->registers_ok,
 			       st->requests, st->commits, st->commits_bent, st->async,
 			       st->replies_bent, st->fixed_ops, st->table_ops,
-			       st->region_ops, st->workload_ops, ending, now_ms() - t0);
+			       st->region_ops, st->workload_ops, st->fixed_blocking,
+			       st->other_process, ending, now_ms() - t0);
 		}
 		if (why[0]) {
 			failures++;

@@ -2,7 +2,10 @@
 # Description: the uapi fuzzer (tests/uapi-fuzz.c) in all five modes: a
 # hostile FUSE server that registers, commits and replies with fields set to
 # boundary and random values, takes regions away with mprotect(), empties the
-# fixed-buffer table under zero-copy, issues commands from io-wq, and ends
+# fixed-buffer table under zero-copy, leaves READ_FIXEDs blocking on a pipe
+# while their requests are committed, sends commands from a forked process
+# that holds the fd, answers FUSE_INIT with and without the retry flag
+# (FUSE_HAS_URING_BUFRING), issues commands from io-wq, and ends
 # each episode with umount, umount -f, a fusectl abort or kill -9, while a
 # workload uses the mount. One check per mode: every episode ended with all
 # its processes gone and no kernel report (KASAN, lockdep, WARNING, hung
