@@ -120,6 +120,12 @@ static const char *const cases[] = {
 	"cancelled_send_gives_the_buffer_to_the_waiting_write",
 	"cancelled_send_read_fails_ecanceled",
 	"cancelled_send_write_arrives_as_written",
+	"registered_entry_queues_without_entry_1_of_queue_0",
+	"registered_entry_read_held_on_entry_0",
+	"registered_entry_write_waits_for_an_entry",
+	"registered_entry_takes_the_waiting_write",
+	"registered_entry_write_arrives_as_written",
+	"registered_entry_read_has_the_servers_bytes",
 	"waits_kernel_log_clean",
 };
 
@@ -1067,17 +1073,20 @@ static void case_zero_copy_shared_slot(void)
  * - a RELEASE, which needs no buffer, waits behind a WRITE that waits for
  *   the buffer a held READ has, with the other entry idle;
  * - the buffer of a request whose send io_uring cancelled (its entry's
- *   ring was closed) is not given to the WRITE that waits for it.
+ *   ring was closed) is not given to the WRITE that waits for it;
+ * - an entry registered while a WRITE waits for one (the only other entry
+ *   holds a READ) is only made available: the WRITE waits for the READ's
+ *   commit.
  * A server that answers what it holds only once it has seen the later
  * request stalls for good. kernel-patches-7.3/0003 (the series' 0019)
- * sends both; before it the two cases below fail.
+ * sends all three; before it the three cases below fail.
  *
- * Every queue has DEPTH (2) entries and a pool of one buffer, not fixed
- * (copy mode). The callers are threads pinned to CPU 0, so that their
- * requests share queue 0 (the queue is the caller's CPU); this thread is
- * the server, and holds a request by not committing it. Files: "x" is read,
- * "f" written, "g" closed or fsync'ed; every READ and WRITE is WT_SIZE
- * bytes (direct I/O), the pool's one buffer.
+ * Every queue has DEPTH (2) entries and a pool of one buffer (two in the
+ * last case), not fixed (copy mode). The callers are threads pinned to
+ * CPU 0, so that their requests share queue 0 (the queue is the caller's
+ * CPU); this thread is the server, and holds a request by not committing
+ * it. Files: "x" is read, "f" written, "g" closed or fsync'ed; every READ
+ * and WRITE is WT_SIZE bytes (direct I/O), one pool buffer.
  */
 #define WT_SIZE PAYLOAD
 #define WT_STALL_MS 3000	/* how long a request that can go may take */
@@ -1085,6 +1094,13 @@ static void case_zero_copy_shared_slot(void)
 #define WT_QUIET_MS 300		/* "nothing arrives": a request that waits */
 
 enum { WT_X = 2, WT_F, WT_G };	/* node ids */
+
+/* Where entry 1 of queue 0 is, when wt_open() returns */
+enum wt_e1 {
+	WT_E1_RING1,	/* on the connection's ring, like every other entry */
+	WT_E1_RING2,	/* on a second ring, whose task work waits */
+	WT_E1_LATER,	/* not registered: the case does it */
+};
 
 /* One system call, made by a thread of its own pinned to CPU 0. */
 struct wt_call {
@@ -1107,6 +1123,7 @@ static struct {
 	int read_q, read_e;		/* the held READ, or -1 */
 	int fsync_q, fsync_e;		/* the held FSYNC, or -1 */
 	int reads, writes, releases;	/* seen on the ring */
+	int write_e;			/* the entry of the last WRITE, or -1 */
 	bool write_bad;			/* a WRITE's bytes not as written */
 	int fd_x, fd_f, fd_g;
 	int open_err;
@@ -1239,6 +1256,7 @@ static void wt_serve(int q, int e)
 			bad = buf[i] != wt_write_byte((uint64_t)i);
 		wt.write_bad |= bad;
 		wt.writes++;
+		wt.write_e = e;
 		memset(wo, 0, sizeof(*wo));
 		wo->size = wi->size;
 		len = sizeof(*wo);
@@ -1403,30 +1421,32 @@ static void *wt_open_files(void *arg)
 }
 
 /*
- * Every queue: ADD_QUEUE, ADD_BUFPOOL of one buffer, DEPTH REGISTERs; then
- * "x", "f" and "g" are opened. With ring2, entry 1 of queue 0 is left out
- * and registered after the opens from a second ring, with
+ * Every queue: ADD_QUEUE, ADD_BUFPOOL of nbufs buffers, DEPTH REGISTERs;
+ * then "x", "f" and "g" are opened. Entry 1 of queue 0 is where e1 says.
+ * On WT_E1_RING2 it is registered after the opens from a second ring, with
  * IORING_SETUP_DEFER_TASKRUN: a request sent to it waits in that ring's
  * task work until this thread waits on that ring, which it never does.
- * Registered last, it is the entry queue 0 hands its next request to.
- * NULL, or what failed.
+ * Registered last, it is the entry queue 0 hands its next request to. On
+ * WT_E1_LATER it is not registered at all. NULL, or what failed.
  */
-static const char *wt_open(bool ring2)
+static const char *wt_open(enum wt_e1 e1, int nbufs)
 {
 	static char why[128];
+	bool ring2 = e1 == WT_E1_RING2;
 	pthread_t opener;
 	int err = 0;
 
 	memset(&wt, 0, sizeof(wt));
 	memset(wt_calls, 0, sizeof(wt_calls));
-	wt.read_q = wt.read_e = wt.fsync_q = wt.fsync_e = -1;
+	wt.read_q = wt.read_e = wt.fsync_q = wt.fsync_e = wt.write_e = -1;
 	wt.fd_x = wt.fd_f = wt.fd_g = -1;
 	conn_open();
 	for (int q = 0; q < nq && !err; q++) {
 		err = add_queue(q, 0);
-		err = err ? err : add_bufpool(q, WT_SIZE, 0, false);
+		err = err ? err : add_bufpool(q, (uint32_t)nbufs * WT_SIZE, 0,
+					      false);
 		for (int e = 0; e < DEPTH && !err; e++)
-			if (!ring2 || q || e != 1)
+			if (e1 == WT_E1_RING1 || q || e != 1)
 				err = reg(q, e, false, 0) == 1 ? 0 : -EPROTO;
 	}
 	if (err) {
@@ -1523,7 +1543,7 @@ static bool wt_read_as_served(struct wt_call *k)
 static void case_release_passes_the_waiting_write(void)
 {
 	struct wt_call *rd = &wt_calls[0], *wr = &wt_calls[1], *cl = &wt_calls[2];
-	const char *why = wt_open(false);
+	const char *why = wt_open(WT_E1_RING1, 1);
 	long released_ms = -1, t0;
 	bool held = false, waited = false;
 
@@ -1607,7 +1627,7 @@ static void case_release_passes_the_waiting_write(void)
 static void case_cancelled_send_gives_the_buffer(void)
 {
 	struct wt_call *rd = &wt_calls[0], *fs = &wt_calls[1], *wr = &wt_calls[2];
-	const char *why = wt_open(true);
+	const char *why = wt_open(WT_E1_RING2, 1);
 	bool rd_waits = false, held = false, waited = false, gave = false;
 	long gave_ms = -1, t0;
 
@@ -1691,7 +1711,102 @@ static void case_cancelled_send_gives_the_buffer(void)
 }
 
 /*
- * Both cases, then the kernel log written meanwhile: every record is
+ * Queue 0 has entry 0 only, and a pool of two buffers. The server holds a
+ * READ of "x" on entry 0; a WRITE of "f" finds no entry and waits. Then
+ * entry 1 of queue 0 is registered, and the WRITE must come in it at once:
+ * a buffer is free for it. 7.3 as released only makes the entry available
+ * (fuse_uring_do_register()), and the WRITE waits until the READ is
+ * committed and entry 0 fetches it. The REGISTER's CQE is the entry's
+ * first request: wt_serve_for() takes it, not run().
+ */
+static void case_registered_entry_takes_the_waiting_write(void)
+{
+	struct wt_call *rd = &wt_calls[0], *wr = &wt_calls[1];
+	const char *why = wt_open(WT_E1_LATER, 2);
+	bool held = false, waited = false, took = false;
+	long took_ms = -1, t0;
+	static char came[160];
+
+	result("registered_entry_queues_without_entry_1_of_queue_0", !why,
+	       "%s", wt_why(why));
+	if (!why) {
+		wt.hold_read = true;
+		wt_start(rd, wt_pread, wt.fd_x);
+		wt_serve_for(WT_WAIT_MS, wt_read_held);
+		held = wt.read_q == 0 && wt.read_e == 0;
+		if (!held)
+			why = wt.read_q < 0 ? "no READ reached the server" :
+			      wt.read_q ? "the READ came on another queue than "
+			      "CPU 0's" : "the READ came on another entry than 0";
+	}
+	result("registered_entry_read_held_on_entry_0", held, "%s", wt_why(why));
+	if (held) {
+		wt_start(wr, wt_pwrite, wt.fd_f);
+		waited = wt_sleeps(wr);
+		wt_serve_for(WT_QUIET_MS, wt_written);
+		waited = waited && !wt.writes && !wt_call_done(wr);
+		if (!waited)
+			why = wt.writes ? "the WRITE reached the server while "
+			      "queue 0's only entry held the READ" :
+			      "the writer did not wait";
+	}
+	result("registered_entry_write_waits_for_an_entry", waited, "%s",
+	       wt_why(why));
+	if (waited) {
+		struct io_uring_sqe *sqe;
+
+		cmd(&sqe, FUSE_IO_URING_CMD_REGISTER, 0, 1);
+		if (io_uring_submit(&c.ring) != 1)
+			die("io_uring_submit");
+		t0 = wt_now_ms();
+		wt_serve_for(WT_STALL_MS, wt_written);
+		if (wt.writes)
+			took_ms = wt_now_ms() - t0;
+		took = took_ms >= 0 && wt.write_e == 1;
+		/* now the READ: the callers return */
+		wt_answer_read(wt.read_q, wt.read_e);
+		wt_serve_for(WT_WAIT_MS, wt_all_returned);
+		if (took_ms >= 0)
+			snprintf(came, sizeof(came), "reached the server after "
+				 "%ld ms in entry %d, %s", took_ms, wt.write_e,
+				 wt.write_bad ? "not as written" : "as written");
+		else if (wt.writes)
+			snprintf(came, sizeof(came), "did not reach the server "
+				 "within %d ms, with the READ held on entry 0 "
+				 "and a buffer free, but after the READ's "
+				 "commit, in entry %d", WT_STALL_MS, wt.write_e);
+		else
+			snprintf(came, sizeof(came), "did not reach the server "
+				 "within %d ms, with the READ held on entry 0 "
+				 "and a buffer free, nor after the READ's "
+				 "commit", WT_STALL_MS);
+		printf("# 7.3: queue 0 with entry 0 only, a pool of 2 buffers: "
+		       "the server held a READ, a WRITE waited for an entry; "
+		       "after entry 1 was registered the WRITE %s; the read(2) "
+		       "gave %zd once the READ was committed, write(2) %zd\n",
+		       came, rd->ret, wr->ret);
+		if (took_ms >= 0 && !took)
+			snprintf(came, sizeof(came), "the WRITE came in entry "
+				 "%d of queue 0, not in the registered entry 1",
+				 wt.write_e);
+		why = took_ms >= 0 ? came : "the WRITE did not reach the server "
+		      "within 3000 ms after entry 1 of queue 0 was registered, "
+		      "with the READ held on entry 0 and a buffer free";
+	}
+	result("registered_entry_takes_the_waiting_write", took, "%s", why);
+	result("registered_entry_write_arrives_as_written",
+	       waited && wt.writes == 1 && !wt.write_bad && wr->ret == WT_SIZE,
+	       "%s", waited ? (wt.writes ? "WRITE not as written, or write(2) "
+			       "did not return its size" :
+			       "the WRITE never reached the server") : why);
+	result("registered_entry_read_has_the_servers_bytes",
+	       waited && wt_read_as_served(rd), "%s", waited ?
+	       "the read(2) did not return the server's bytes" : why);
+	wt_close();
+}
+
+/*
+ * The three cases, then the kernel log written meanwhile: every record is
  * printed as "# kernel: ..."; one that reports a broken kernel
  * (kernel_splat(): BUG:, WARNING:, a lockdep report, ...) fails the last
  * case. tests/guest/run reads the whole log after the file too.
@@ -1705,6 +1820,7 @@ static void waits_cases(void)
 
 	case_release_passes_the_waiting_write();
 	case_cancelled_send_gives_the_buffer();
+	case_registered_entry_takes_the_waiting_write();
 	while (kmsg >= 0 && (text = kmsg_next(kmsg, rec, sizeof(rec), &lost))) {
 		printf("# kernel: %s\n", text);
 		if (!splat[0] && kernel_splat(text))
