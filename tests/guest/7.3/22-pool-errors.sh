@@ -20,8 +20,9 @@
 # the server sees it, the held one's data intact (recorded too); and with a
 # pool of one buffer and two entries, a RELEASE passes a WRITE that waits
 # for the buffer a held READ has, and the buffer of a send io_uring
-# cancelled goes to the waiting WRITE at once (kernel-patches-7.3/0003;
-# 7.3 as released fails three of these cases).
+# cancelled goes to the waiting WRITE at once; and an entry registered
+# while a WRITE waits for one takes it at once (kernel-patches-7.3/0003;
+# 7.3 as released fails four of these cases).
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
