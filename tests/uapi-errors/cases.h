@@ -98,6 +98,7 @@ void case_zero_copy_commit_from_another_ring(const char *name);
 void case_release_passes_write_waiting_for_buffer(const char *name);
 void case_cancelled_send_gives_buffer_to_waiting_write(const char *name);
 void case_registered_entry_takes_waiting_write(const char *name);
+void case_flushed_release_passes_read_waiting_for_buffer(const char *name);
 
 /* fault-inject.c: fault injection (the debug kernel) */
 void case_fault_inject_iovec(const char *name);

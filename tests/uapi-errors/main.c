@@ -33,7 +33,7 @@
  * REGISTER gets -EOPNOTSUPP: register-after-failed-register). So in each
  * case the REGISTER under test is the connection's last.
  *
- * The cases: 83; --list names them, in the order of cases[] below. The
+ * The cases: 84; --list names them, in the order of cases[] below. The
  * last three, fault-inject-register-*, need /proc/thread-self/fail-nth
  * (the debug kernel); elsewhere they print "skip NAME: why".
  *
@@ -166,6 +166,7 @@ static const struct test_case cases[] = {
 	{ "release-passes-write-waiting-for-buffer", case_release_passes_write_waiting_for_buffer },
 	{ "cancelled-send-gives-buffer-to-waiting-write", case_cancelled_send_gives_buffer_to_waiting_write },
 	{ "registered-entry-takes-waiting-write", case_registered_entry_takes_waiting_write },
+	{ "flushed-release-passes-read-waiting-for-buffer", case_flushed_release_passes_read_waiting_for_buffer },
 	/*
 	 * They run only on a kernel with fault injection (the debug kernel of
 	 * make check-debug), and skip elsewhere: listed all the same, so that

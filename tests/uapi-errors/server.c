@@ -209,8 +209,11 @@ int answer_init(int fd, enum init_mode mode, const char **what)
 		return -EOPNOTSUPP;
 
 	wanted = FUSE_INIT_EXT | FUSE_MAX_PAGES;
-	if (mode == INIT_URING || mode == INIT_URING_RETRY)
+	if (mode == INIT_URING || mode == INIT_URING_RETRY ||
+	    mode == INIT_URING_ASYNC_DIO)
 		wanted |= FUSE_OVER_IO_URING;
+	if (mode == INIT_URING_ASYNC_DIO)
+		wanted |= FUSE_ASYNC_DIO;
 	if (mode == INIT_URING_RETRY)
 		wanted |= FUSE_HAS_URING_BUFRING;
 	memset(&out, 0, sizeof(out));
@@ -221,6 +224,8 @@ int answer_init(int fd, enum init_mode mode, const char **what)
 	out.flags2 = (uint32_t)((offered & wanted) >> 32);
 	out.max_write = (uint32_t)(INIT_MAX_PAGES * page_size);
 	out.max_pages = INIT_MAX_PAGES;
+	if (mode == INIT_URING_ASYNC_DIO)
+		out.max_background = 2;
 
 	oh.len = sizeof(oh) + sizeof(out);
 	oh.error = 0;

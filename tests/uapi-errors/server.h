@@ -88,6 +88,12 @@ enum init_mode {
 	 * refused for want of a resource can be tried again (patch 0020)
 	 */
 	INIT_URING_RETRY,
+	/*
+	 * with FUSE_OVER_IO_URING, FUSE_ASYNC_DIO and max_background 2: a
+	 * direct read from io_uring is a background request, and a third
+	 * one waits in the queue's background list
+	 */
+	INIT_URING_ASYNC_DIO,
 };
 
 /* What one REGISTER carries. */

@@ -11,8 +11,11 @@
  *     back because io_uring cancelled the send of the request that held it
  *     goes to the request that waits for it, at once;
  *   - registered-entry-takes-waiting-write: an entry registered while a
- *     request waits for one takes it at once.
- * Before 0019 both stall: the waiting request reaches the server only when
+ *     request waits for one takes it at once;
+ *   - flushed-release-passes-read-waiting-for-buffer: a background request
+ *     that a request's end lets in goes to a free entry, while the
+ *     committing entry takes another.
+ * Before 0019 all of them stall: the waiting request reaches the server only when
  * the server commits something, and a server that waits for it first never
  * does.
  *
@@ -126,8 +129,10 @@ struct waits {
 	struct mini m;
 	struct conn c2;		/* cancelled-send: the ring of entry 1 of queue 0 */
 	int fd_x, fd_f, fd_g;
+	int fd_xd;		/* "x" with O_DIRECT, for reads from io_uring */
 	bool hold_fsync;
-	struct { bool held; uint16_t qid, ent; } read, fsync;
+	struct { bool held; uint16_t qid, ent; } read, read2, fsync;
+	bool hold_read2;	/* hold a second READ too */
 	int releases, writes;
 	uint16_t write_ent;	/* the entry the last WRITE came in */
 	bool write_bad;		/* a WRITE's payload was not the caller's */
@@ -174,6 +179,10 @@ static void serve_one(struct waits *w, uint16_t qid, uint16_t ent)
 		w->read.held = true;
 		w->read.qid = qid;
 		w->read.ent = ent;
+	} else if (ih.opcode == FUSE_READ && w->hold_read2 && !w->read2.held) {
+		w->read2.held = true;
+		w->read2.qid = qid;
+		w->read2.ent = ent;
 	} else if (ih.opcode == FUSE_FSYNC && w->hold_fsync && !w->fsync.held) {
 		w->fsync.held = true;
 		w->fsync.qid = qid;
@@ -218,6 +227,7 @@ static bool all_returned(struct waits *w)
 }
 
 static bool read_held(struct waits *w) { return w->read.held; }
+static bool read2_held(struct waits *w) { return w->read2.held; }
 static bool fsync_held(struct waits *w) { return w->fsync.held; }
 static bool released(struct waits *w) { return w->releases > 0; }
 static bool written(struct waits *w) { return w->writes > 0; }
@@ -237,7 +247,10 @@ static void client_open(struct client *cl)
 	w->fd_f = open(path, O_WRONLY);
 	mnt_path(path, sizeof(path), "g");
 	w->fd_g = open(path, O_RDONLY);
-	cl->open_err = w->fd_x < 0 || w->fd_f < 0 || w->fd_g < 0 ? errno : 0;
+	mnt_path(path, sizeof(path), "x");
+	w->fd_xd = open(path, O_RDONLY | O_DIRECT);
+	cl->open_err = w->fd_x < 0 || w->fd_f < 0 || w->fd_g < 0 ||
+		       w->fd_xd < 0 ? errno : 0;
 }
 
 /*
@@ -250,7 +263,7 @@ static void client_open(struct client *cl)
  * after failing the case.
  */
 static int waits_open(const char *name, struct waits *w, enum q0e1 e1,
-		      unsigned int nbufs)
+		      unsigned int nbufs, enum init_mode init)
 {
 	bool ring2 = e1 == Q0E1_RING2;
 
@@ -260,7 +273,7 @@ static int waits_open(const char *name, struct waits *w, enum q0e1 e1,
 
 	memset(w, 0, sizeof(*w));
 	w->name = name;
-	w->c.fd = w->c2.fd = w->fd_x = w->fd_f = w->fd_g = -1;
+	w->c.fd = w->c2.fd = w->fd_x = w->fd_f = w->fd_g = w->fd_xd = -1;
 	w->qs = calloc(nr_queues, sizeof(*w->qs));
 	opener = aligned_alloc(4096, sizeof(*opener));
 	if (!w->qs || !opener)
@@ -271,7 +284,7 @@ static int waits_open(const char *name, struct waits *w, enum q0e1 e1,
 		if (qmem_alloc(name, &w->qs[q], DEPTH, max_payload,
 			       nbufs * (size_t)max_payload))
 			return -1;
-	if (conn_open(&w->c, name))
+	if (conn_open_init(&w->c, name, init))
 		return -1;
 	if (ring2) {
 		struct reg r = reg_bufring(0, 1, &w->qs[0]);
@@ -325,6 +338,8 @@ static void waits_close(struct waits *w, struct call *calls, int n)
 		close(w->fd_f);
 	if (w->fd_g >= 0)
 		close(w->fd_g);
+	if (w->fd_xd >= 0)
+		close(w->fd_xd);
 	if (w->c2.ring_up)
 		io_uring_queue_exit(&w->c2.ring);
 	conn_close(&w->c);
@@ -351,7 +366,7 @@ void case_release_passes_write_waiting_for_buffer(const char *name)
 	bool release_first = false;
 
 	memset(calls, 0, sizeof(calls));
-	if (waits_open(name, &w, Q0E1_RING1, ONE_BUF))
+	if (waits_open(name, &w, Q0E1_RING1, ONE_BUF, INIT_URING))
 		goto out;
 	if (call_start(name, rd, call_pread, w.fd_x))
 		goto out;
@@ -432,7 +447,7 @@ void case_cancelled_send_gives_buffer_to_waiting_write(const char *name)
 	struct waits w;
 
 	memset(calls, 0, sizeof(calls));
-	if (waits_open(name, &w, Q0E1_RING2, ONE_BUF))
+	if (waits_open(name, &w, Q0E1_RING2, ONE_BUF, INIT_URING))
 		goto out;
 	w.hold_fsync = true;
 	if (call_start(name, fs, call_fsync, w.fd_g))
@@ -507,7 +522,7 @@ void case_registered_entry_takes_waiting_write(const char *name)
 	struct waits w;
 
 	memset(calls, 0, sizeof(calls));
-	if (waits_open(name, &w, Q0E1_LATER, 2))
+	if (waits_open(name, &w, Q0E1_LATER, 2, INIT_URING))
 		goto out;
 	if (call_start(name, rd, call_pread, w.fd_x))
 		goto out;
@@ -560,4 +575,155 @@ void case_registered_entry_takes_waiting_write(const char *name)
 	}
 out:
 	waits_close(&w, calls, 2);
+}
+
+/*
+ * Background requests let in by a request's end, while the committing
+ * entry takes another one. Direct reads submitted with io_uring are
+ * background requests (FUSE_ASYNC_DIO), and max_background is 2. Queue 0
+ * has two entries and one buffer: READ A takes an entry and the buffer,
+ * READ B waits for the buffer with entry Y free, and the RELEASE of a
+ * closed file stays in the background list (two are active). The server
+ * commits A: its end lets the RELEASE into the queue behind B, and A's
+ * entry keeps the buffer for B. The RELEASE must then go to Y while the
+ * server holds B. Before 0019 sent waiting requests after a commit, only
+ * the committing entry fetched, and the RELEASE waited for B's commit.
+ */
+struct aio_reads {
+	struct waits *w;
+	int res[2];
+	char buf[2][IO_SIZE] __attribute__((aligned(4096)));
+	int err;
+	volatile int done;
+};
+
+static void *aio_reads_thread(void *arg)
+{
+	struct aio_reads *a = arg;
+	struct io_uring ring;
+	struct io_uring_cqe *cqe;
+	cpu_set_t cpu0;
+	int i;
+
+	a->res[0] = a->res[1] = -EINPROGRESS;
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	a->err = pin_to_cpu(0);
+	if (!a->err)
+		a->err = -io_uring_queue_init(4, &ring, 0);
+	if (a->err)
+		goto out;
+	/* io-wq issues the reads: on CPU 0 too, so that they go to queue 0 */
+	io_uring_register_iowq_aff(&ring, sizeof(cpu0), &cpu0);
+	for (i = 0; i < 2; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+		io_uring_prep_read(sqe, a->w->fd_xd, a->buf[i], IO_SIZE, 0);
+		sqe->user_data = (uint64_t)i;
+	}
+	io_uring_submit(&ring);
+	for (i = 0; i < 2 && !io_uring_wait_cqe(&ring, &cqe); i++) {
+		a->res[cqe->user_data & 1] = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	io_uring_queue_exit(&ring);
+out:
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static struct aio_reads aio;
+
+static bool aio_done(struct waits *w)
+{
+	(void)w;
+	return __atomic_load_n(&aio.done, __ATOMIC_ACQUIRE);
+}
+
+void case_flushed_release_passes_read_waiting_for_buffer(const char *name)
+{
+	static struct call calls[1];
+	struct aio_reads *ap = &aio;
+	struct call *cl = &calls[0];
+	pthread_t th;
+	bool th_up = false, release_first = false;
+	struct waits w;
+
+	memset(calls, 0, sizeof(calls));
+	memset(ap, 0, sizeof(*ap));
+	if (waits_open(name, &w, Q0E1_RING1, ONE_BUF, INIT_URING_ASYNC_DIO))
+		goto out;
+	w.hold_read2 = true;
+	ap->w = &w;
+	if (pthread_create(&th, NULL, aio_reads_thread, ap)) {
+		fail(name, "set-up: pthread_create");
+		goto out;
+	}
+	th_up = true;
+	serve_for(&w, REQUEST_MS, read_held);
+	if (!w.read.held || w.read.qid != 0) {
+		fail(name, "set-up: no READ on queue 0 reached the server (%s)",
+		     ap->err ? strerror(ap->err) : "the reads were submitted");
+		goto out;
+	}
+	/* the second READ waits for the buffer; it cannot be seen */
+	serve_for(&w, 500, NULL);
+	if (w.read2.held) {
+		fail(name, "set-up: the second READ reached the server while the "
+		     "first held the only buffer");
+		goto out;
+	}
+	cl->fd = w.fd_g;
+	w.fd_g = -1;
+	if (call_start(name, cl, call_close, cl->fd))
+		goto out;
+	/* the FLUSH is answered; the RELEASE stays in the background list */
+	serve_for(&w, 500, NULL);
+	if (w.releases) {
+		fail(name, "set-up: the RELEASE reached the server while two "
+		     "background READs were active (max_background 2)");
+		goto out;
+	}
+	/* A's end lets the RELEASE in; A's entry takes B with the buffer */
+	mini_serve_one(&w.m, w.read.qid, w.read.ent);
+	serve_for(&w, REQUEST_MS, read2_held);
+	if (!w.read2.held) {
+		fail(name, "set-up: the second READ did not reach the server after "
+		     "the first was committed");
+		goto out;
+	}
+	serve_for(&w, STALL_MS, released);
+	release_first = w.releases > 0;
+	mini_serve_one(&w.m, w.read2.qid, w.read2.ent);
+	calls_of_case = calls;
+	ncalls_of_case = 1;
+	serve_for(&w, REQUEST_MS, released);
+	serve_for(&w, REQUEST_MS, all_returned);
+	serve_for(&w, REQUEST_MS, aio_done);
+	if (!release_first)
+		fail(name, "the RELEASE of \"g\" did not reach the server within %d "
+		     "ms after the first READ's commit let it in, while the server "
+		     "held the second READ and entry %u was free%s", STALL_MS,
+		     w.read2.ent ^ 1, w.releases ? " (it came after the second "
+		     "READ's commit)" : "");
+	else if (ap->res[0] != (int)strlen(SCRIPT) || ap->res[1] != (int)strlen(SCRIPT) ||
+		 memcmp(ap->buf[0], SCRIPT, strlen(SCRIPT)) ||
+		 memcmp(ap->buf[1], SCRIPT, strlen(SCRIPT)) || cl->ret || cl->err)
+		fail(name, "the reads gave %d and %d (expected %zu, \"x\"), "
+		     "close(2) gave %zd", ap->res[0], ap->res[1], strlen(SCRIPT),
+		     cl->ret);
+	else {
+		printf("# queue 0, 2 entries, 1 buffer, max_background 2: the first "
+		       "READ's commit let the RELEASE in while its entry took the "
+		       "second READ; the RELEASE reached the server on the other "
+		       "entry with the second READ held; both reads gave \"x\"\n");
+		pass(name);
+	}
+out:
+	if (th_up) {
+		if (!__atomic_load_n(&ap->done, __ATOMIC_ACQUIRE))
+			umount2(mnt, MNT_FORCE);
+		pthread_join(th, NULL);
+	}
+	waits_close(&w, calls, 1);
 }
