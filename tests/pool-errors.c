@@ -126,6 +126,14 @@ static const char *const cases[] = {
 	"registered_entry_takes_the_waiting_write",
 	"registered_entry_write_arrives_as_written",
 	"registered_entry_read_has_the_servers_bytes",
+	"flushed_release_queues_with_async_dio",
+	"flushed_release_first_read_holds_the_only_buffer",
+	"flushed_release_second_read_waits_for_the_buffer",
+	"flushed_release_waits_in_the_background_list",
+	"flushed_release_commit_gives_the_buffer_to_the_second_read",
+	"flushed_release_passes_the_read_waiting_for_the_buffer",
+	"flushed_release_reads_have_the_servers_bytes",
+	"flushed_release_close_returns_0",
 	"waits_kernel_log_clean",
 };
 
@@ -154,9 +162,11 @@ static int possible_cpus(void)
 /*
  * Mount, answer FUSE_INIT with FUSE_OVER_IO_URING, and make a ring whose
  * fixed-buffer table has the pool of each queue at slot qid and a free
- * slot per entry after them. Every case starts here.
+ * slot per entry after them. Every case starts here. With async_dio the
+ * reply also has FUSE_ASYNC_DIO and max_background 2 (one case of
+ * waits_cases()).
  */
-static void conn_open(void)
+static void conn_open_init(bool async_dio)
 {
 	struct fuse_in_header *rd = (void *)rdbuf;
 	struct {
@@ -182,6 +192,10 @@ static void conn_open(void)
 	init.i.flags2 = FUSE_OVER_IO_URING >> 32;
 	init.i.max_write = PAYLOAD;
 	init.i.max_pages = PAYLOAD / 4096;
+	if (async_dio) {
+		init.i.flags |= FUSE_ASYNC_DIO;
+		init.i.max_background = 2;
+	}
 	if (write(c.fd, &init, sizeof(init)) != sizeof(init))
 		die("write FUSE_INIT reply");
 	if (io_uring_queue_init(64, &c.ring, IORING_SETUP_SQE128) < 0)
@@ -205,6 +219,11 @@ static void conn_open(void)
 			c.iov[q][e][1] = (struct iovec){ NULL, 0 };
 		}
 	}
+}
+
+static void conn_open(void)
+{
+	conn_open_init(false);
 }
 
 static void conn_close(void)
@@ -1076,13 +1095,15 @@ static void case_zero_copy_shared_slot(void)
  *   ring was closed) is not given to the WRITE that waits for it;
  * - an entry registered while a WRITE waits for one (the only other entry
  *   holds a READ) is only made available: the WRITE waits for the READ's
- *   commit.
+ *   commit;
+ * - a background RELEASE that a READ's end lets in waits behind the READ
+ *   the committing entry takes with the buffer, with the other entry idle.
  * A server that answers what it holds only once it has seen the later
  * request stalls for good. kernel-patches-7.3/0003 (the series' 0019)
- * sends all three; before it the three cases below fail.
+ * sends all four; before it the four cases below fail.
  *
  * Every queue has DEPTH (2) entries and a pool of one buffer (two in the
- * last case), not fixed (copy mode). The callers are threads pinned to
+ * third case), not fixed (copy mode). The callers are threads pinned to
  * CPU 0, so that their requests share queue 0 (the queue is the caller's
  * CPU); this thread is the server, and holds a request by not committing
  * it. Files: "x" is read, "f" written, "g" closed or fsync'ed; every READ
@@ -1120,17 +1141,36 @@ static struct wt_call wt_calls[3];
 /* The server's view of a case. */
 static struct {
 	bool hold_read, hold_fsync;	/* hold the first READ, FSYNC */
+	bool hold_read2;		/* and the second READ */
 	int read_q, read_e;		/* the held READ, or -1 */
+	int read2_q, read2_e;		/* the second held READ, or -1 */
 	int fsync_q, fsync_e;		/* the held FSYNC, or -1 */
 	int reads, writes, releases;	/* seen on the ring */
 	int write_e;			/* the entry of the last WRITE, or -1 */
+	int release_e;			/* the entry of the last RELEASE, or -1 */
 	bool write_bad;			/* a WRITE's bytes not as written */
+	bool async_dio;			/* FUSE_ASYNC_DIO, max_background 2 */
 	int fd_x, fd_f, fd_g;
+	int fd_xd;			/* "x" with O_DIRECT (async_dio only) */
 	int open_err;
 	int opened;
 	struct io_uring r2;		/* cancelled-send: entry 1 of queue 0 */
 	bool r2_up;
 } wt;
+
+/*
+ * Two direct reads of "x" (wt.fd_xd), submitted with io_uring by a thread
+ * pinned to CPU 0 whose io-wq is pinned there too: with FUSE_ASYNC_DIO
+ * each is a background READ, on queue 0.
+ */
+static struct {
+	pthread_t th;
+	bool up;
+	int err;		/* of the set-up or a wait, negative, or 0 */
+	int res[2];		/* the reads' CQEs, -EINPROGRESS before */
+	int done;
+	char buf[2][WT_SIZE] __attribute__((aligned(4096)));
+} wt_aio;
 
 /* why a case failed: set when an earlier step did */
 static const char *wt_why(const char *why)
@@ -1188,7 +1228,7 @@ static void wt_answer_read(int q, int e)
 /*
  * Answer LOOKUP of "x", "f" and "g", GETATTR, OPEN (direct I/O), READ,
  * WRITE (checking its bytes), FLUSH, FSYNC and RELEASE; or hold the first
- * READ, FSYNC, if told to.
+ * READ, the second READ, FSYNC, if told to.
  */
 static void wt_serve(int q, int e)
 {
@@ -1244,6 +1284,11 @@ static void wt_serve(int q, int e)
 			wt.read_e = e;
 			return;
 		}
+		if (wt.hold_read2 && wt.read2_q < 0) {
+			wt.read2_q = q;
+			wt.read2_e = e;
+			return;
+		}
 		wt_answer_read(q, e);
 		return;
 	case FUSE_WRITE: {
@@ -1271,6 +1316,7 @@ static void wt_serve(int q, int e)
 		break;
 	case FUSE_RELEASE:
 		wt.releases++;
+		wt.release_e = e;
 		break;
 	case FUSE_FLUSH:
 		break;
@@ -1311,6 +1357,7 @@ static bool wt_call_done(struct wt_call *k)
 }
 
 static bool wt_read_held(void) { return wt.read_q >= 0; }
+static bool wt_read2_held(void) { return wt.read2_q >= 0; }
 static bool wt_fsync_held(void) { return wt.fsync_q >= 0; }
 static bool wt_written(void) { return wt.writes > 0; }
 static bool wt_released(void) { return wt.releases > 0; }
@@ -1411,25 +1458,30 @@ static void *wt_open_files(void *arg)
 	(void)arg;
 	snprintf(path, sizeof(path), "%s/x", mnt);
 	wt.fd_x = open(path, O_RDONLY | O_CLOEXEC);
+	if (wt.async_dio && wt.fd_x >= 0)
+		wt.fd_xd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	snprintf(path, sizeof(path), "%s/f", mnt);
 	wt.fd_f = open(path, O_WRONLY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "%s/g", mnt);
 	wt.fd_g = open(path, O_RDONLY | O_CLOEXEC);
-	wt.open_err = wt.fd_x < 0 || wt.fd_f < 0 || wt.fd_g < 0 ? errno : 0;
+	wt.open_err = wt.fd_x < 0 || wt.fd_f < 0 || wt.fd_g < 0 ||
+		      (wt.async_dio && wt.fd_xd < 0) ? errno : 0;
 	__atomic_store_n(&wt.opened, 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
 /*
  * Every queue: ADD_QUEUE, ADD_BUFPOOL of nbufs buffers, DEPTH REGISTERs;
- * then "x", "f" and "g" are opened. Entry 1 of queue 0 is where e1 says.
+ * then "x", "f" and "g" are opened, and with async_dio (FUSE_ASYNC_DIO
+ * and max_background 2 in the INIT reply) "x" once more with O_DIRECT, as
+ * wt.fd_xd. Entry 1 of queue 0 is where e1 says.
  * On WT_E1_RING2 it is registered after the opens from a second ring, with
  * IORING_SETUP_DEFER_TASKRUN: a request sent to it waits in that ring's
  * task work until this thread waits on that ring, which it never does.
  * Registered last, it is the entry queue 0 hands its next request to. On
  * WT_E1_LATER it is not registered at all. NULL, or what failed.
  */
-static const char *wt_open(enum wt_e1 e1, int nbufs)
+static const char *wt_open(enum wt_e1 e1, int nbufs, bool async_dio)
 {
 	static char why[128];
 	bool ring2 = e1 == WT_E1_RING2;
@@ -1438,9 +1490,12 @@ static const char *wt_open(enum wt_e1 e1, int nbufs)
 
 	memset(&wt, 0, sizeof(wt));
 	memset(wt_calls, 0, sizeof(wt_calls));
-	wt.read_q = wt.read_e = wt.fsync_q = wt.fsync_e = wt.write_e = -1;
-	wt.fd_x = wt.fd_f = wt.fd_g = -1;
-	conn_open();
+	memset(&wt_aio, 0, sizeof(wt_aio));
+	wt.read_q = wt.read_e = wt.read2_q = wt.read2_e = -1;
+	wt.fsync_q = wt.fsync_e = wt.write_e = wt.release_e = -1;
+	wt.fd_x = wt.fd_f = wt.fd_g = wt.fd_xd = -1;
+	wt.async_dio = async_dio;
+	conn_open_init(async_dio);
 	for (int q = 0; q < nq && !err; q++) {
 		err = add_queue(q, 0);
 		err = err ? err : add_bufpool(q, (uint32_t)nbufs * WT_SIZE, 0,
@@ -1460,7 +1515,8 @@ static const char *wt_open(enum wt_e1 e1, int nbufs)
 		umount2(mnt, MNT_FORCE);	/* let it return */
 	pthread_join(opener, NULL);
 	if (wt.open_err || !wt_opened()) {
-		snprintf(why, sizeof(why), "open of \"x\", \"f\", \"g\": %s",
+		snprintf(why, sizeof(why), "open of \"x\"%s, \"f\", \"g\": %s",
+			 async_dio ? " (also O_DIRECT)" : "",
 			 wt.open_err ? strerror(wt.open_err) : "no answer");
 		return why;
 	}
@@ -1510,6 +1566,10 @@ static void wt_close(void)
 	for (size_t i = 0; i < sizeof(wt_calls) / sizeof(wt_calls[0]); i++)
 		if (wt_calls[i].started)
 			pthread_join(wt_calls[i].th, NULL);
+	if (wt_aio.up)
+		pthread_join(wt_aio.th, NULL);
+	if (wt.fd_xd >= 0)
+		close(wt.fd_xd);
 	if (wt.fd_x >= 0)
 		close(wt.fd_x);
 	if (wt.fd_f >= 0)
@@ -1521,14 +1581,20 @@ static void wt_close(void)
 	conn_close();
 }
 
-static bool wt_read_as_served(struct wt_call *k)
+/* n bytes read from offset 0, the server's */
+static bool wt_bytes_as_served(const char *buf, ssize_t n)
 {
-	if (k->ret != WT_SIZE)
+	if (n != WT_SIZE)
 		return false;
 	for (int i = 0; i < WT_SIZE; i++)
-		if (k->buf[i] != wt_read_byte((uint64_t)i))
+		if (buf[i] != wt_read_byte((uint64_t)i))
 			return false;
 	return true;
+}
+
+static bool wt_read_as_served(struct wt_call *k)
+{
+	return wt_bytes_as_served(k->buf, k->ret);
 }
 
 /*
@@ -1543,7 +1609,7 @@ static bool wt_read_as_served(struct wt_call *k)
 static void case_release_passes_the_waiting_write(void)
 {
 	struct wt_call *rd = &wt_calls[0], *wr = &wt_calls[1], *cl = &wt_calls[2];
-	const char *why = wt_open(WT_E1_RING1, 1);
+	const char *why = wt_open(WT_E1_RING1, 1, false);
 	long released_ms = -1, t0;
 	bool held = false, waited = false;
 
@@ -1627,7 +1693,7 @@ static void case_release_passes_the_waiting_write(void)
 static void case_cancelled_send_gives_the_buffer(void)
 {
 	struct wt_call *rd = &wt_calls[0], *fs = &wt_calls[1], *wr = &wt_calls[2];
-	const char *why = wt_open(WT_E1_RING2, 1);
+	const char *why = wt_open(WT_E1_RING2, 1, false);
 	bool rd_waits = false, held = false, waited = false, gave = false;
 	long gave_ms = -1, t0;
 
@@ -1722,7 +1788,7 @@ static void case_cancelled_send_gives_the_buffer(void)
 static void case_registered_entry_takes_the_waiting_write(void)
 {
 	struct wt_call *rd = &wt_calls[0], *wr = &wt_calls[1];
-	const char *why = wt_open(WT_E1_LATER, 2);
+	const char *why = wt_open(WT_E1_LATER, 2, false);
 	bool held = false, waited = false, took = false;
 	long took_ms = -1, t0;
 	static char came[160];
@@ -1805,8 +1871,209 @@ static void case_registered_entry_takes_the_waiting_write(void)
 	wt_close();
 }
 
+static void *wt_aio_thread(void *arg)
+{
+	struct io_uring ring;
+	struct io_uring_cqe *cqe;
+	bool ring_up = false;
+	cpu_set_t one;
+	int err = 0, n;
+
+	(void)arg;
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		err = -errno;
+	if (!err) {
+		err = io_uring_queue_init(4, &ring, 0);
+		ring_up = !err;
+	}
+	/* io-wq issues the reads: on CPU 0 too, so that they go to queue 0 */
+	if (!err)
+		err = io_uring_register_iowq_aff(&ring, sizeof(one), &one);
+	for (int i = 0; i < 2 && !err; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+		io_uring_prep_read(sqe, wt.fd_xd, wt_aio.buf[i], WT_SIZE, 0);
+		sqe->user_data = (uint64_t)i;
+	}
+	if (!err && (n = io_uring_submit(&ring)) != 2)
+		err = n < 0 ? n : -EPROTO;
+	for (int i = 0; i < 2 && !err; i++) {
+		err = io_uring_wait_cqe(&ring, &cqe);
+		if (!err) {
+			wt_aio.res[cqe->user_data & 1] = cqe->res;
+			io_uring_cqe_seen(&ring, cqe);
+		}
+	}
+	if (ring_up)
+		io_uring_queue_exit(&ring);
+	wt_aio.err = err;
+	__atomic_store_n(&wt_aio.done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static bool wt_aio_done(void)
+{
+	return __atomic_load_n(&wt_aio.done, __ATOMIC_SEQ_CST);
+}
+
+static bool wt_flushed_all_done(void)
+{
+	return wt.releases && wt_aio_done() && wt_all_returned();
+}
+
+/* a read's result: its size, or its error by name */
+static const char *wt_res(int res)
+{
+	static char s[2][64];
+	static int k;
+
+	k ^= 1;
+	if (res == -EINPROGRESS)
+		snprintf(s[k], sizeof(s[k]), "none");
+	else if (res < 0)
+		snprintf(s[k], sizeof(s[k]), "%d (%s)", res, strerror(-res));
+	else
+		snprintf(s[k], sizeof(s[k]), "%d", res);
+	return s[k];
+}
+
 /*
- * The three cases, then the kernel log written meanwhile: every record is
+ * Background requests that a request's end lets in, while the committing
+ * entry takes another one. With FUSE_ASYNC_DIO direct reads submitted
+ * with io_uring are background requests, and max_background is 2. READ A
+ * of "x" takes queue 0's one buffer and is held; READ B waits for the
+ * buffer, with entry 1 free; a caller closes "g": its FLUSH goes at once,
+ * its RELEASE stays in the background list (two are active). The server
+ * commits A: A's end lets the RELEASE into the queue behind B
+ * (fuse_uring_flush_bg()), and A's entry keeps the buffer for B. The
+ * server holds B, and the RELEASE must reach it on the other entry. 7.3
+ * as released, and 0003 before it sent waiting requests after a commit,
+ * let only the committing entry fetch: the RELEASE waited for B's commit.
+ */
+static void case_flushed_release_passes_the_waiting_read(void)
+{
+	struct wt_call *cl = &wt_calls[0];
+	const char *why = wt_open(WT_E1_RING1, 1, true);
+	bool held = false, waited = false, bg = false, took = false;
+	long released_ms = -1, t0 = 0;
+	static char came[200];
+
+	result("flushed_release_queues_with_async_dio", !why, "%s", wt_why(why));
+	if (!why) {
+		wt.hold_read = wt.hold_read2 = true;
+		wt_aio.res[0] = wt_aio.res[1] = -EINPROGRESS;
+		if (pthread_create(&wt_aio.th, NULL, wt_aio_thread, NULL))
+			die("pthread_create");
+		wt_aio.up = true;
+		wt_serve_for(WT_WAIT_MS, wt_read_held);
+		held = wt.read_q == 0;
+		if (!held)
+			why = wt.read_q >= 0 ? "the READ came on another queue "
+			      "than CPU 0's" : wt_aio.err ? strerror(-wt_aio.err) :
+			      "no READ reached the server";
+	}
+	result("flushed_release_first_read_holds_the_only_buffer", held, "%s",
+	       wt_why(why));
+	if (held) {
+		/* the second READ waits for the buffer: nothing to see but that */
+		wt_serve_for(500, wt_read2_held);
+		waited = wt.reads == 1 && !wt_aio_done();
+		if (!waited)
+			why = wt.reads > 1 ? "the second READ reached the server "
+			      "while the first held the only buffer" :
+			      "the io_uring reads ended";
+	}
+	result("flushed_release_second_read_waits_for_the_buffer", waited,
+	       "%s", wt_why(why));
+	if (waited) {
+		wt_start(cl, wt_close_fd, wt.fd_g);
+		wt.fd_g = -1;
+		/* the FLUSH is answered; the RELEASE waits for a background slot */
+		wt_serve_for(WT_WAIT_MS, wt_all_returned);
+		wt_serve_for(WT_QUIET_MS, wt_released);
+		bg = wt_call_done(cl) && !wt.releases;
+		if (!bg)
+			why = wt.releases ? "the RELEASE reached the server while "
+			      "two background READs were active (max_background "
+			      "2)" : "close(2) did not return";
+	}
+	result("flushed_release_waits_in_the_background_list", bg, "%s",
+	       wt_why(why));
+	if (bg) {
+		/* A's end lets the RELEASE in; A's entry takes B, with the buffer */
+		t0 = wt_now_ms();
+		wt_answer_read(wt.read_q, wt.read_e);
+		wt_serve_for(WT_WAIT_MS, wt_read2_held);
+		took = wt.read2_q == 0;
+		if (!took)
+			why = wt.read2_q >= 0 ? "the second READ came on another "
+			      "queue than CPU 0's" : "the second READ did not "
+			      "reach the server after the first READ's commit";
+	}
+	result("flushed_release_commit_gives_the_buffer_to_the_second_read",
+	       took, "%s", wt_why(why));
+	if (took) {
+		wt_serve_for(WT_STALL_MS, wt_released);
+		if (wt.releases)
+			released_ms = wt_now_ms() - t0;
+		/* now B: the RELEASE comes if it has not, the reads return */
+		wt_answer_read(wt.read2_q, wt.read2_e);
+		wt_serve_for(WT_WAIT_MS, wt_flushed_all_done);
+		if (released_ms >= 0)
+			snprintf(came, sizeof(came), "reached the server %ld ms "
+				 "after the first READ's commit, in entry %d, "
+				 "with the second READ held on entry %d",
+				 released_ms, wt.release_e, wt.read2_e);
+		else
+			snprintf(came, sizeof(came), "did not reach the server "
+				 "within %d ms after the first READ's commit, with "
+				 "the second READ held on entry %d and entry %d "
+				 "free, %s", WT_STALL_MS, wt.read2_e,
+				 wt.read2_e ^ 1, wt.releases ?
+				 "but after its commit" : "nor after its commit");
+		printf("# 7.3: queue 0, 2 entries, a pool of 1 buffer, "
+		       "max_background 2: the server held a direct READ from "
+		       "io_uring, a second waited for the buffer, the RELEASE of "
+		       "close(2) waited in the background list; after the first "
+		       "READ's commit its entry %d took the second READ, and the "
+		       "RELEASE %s; the reads gave %s and %s, %s, close(2) %zd\n",
+		       wt.read_e, came, wt_res(wt_aio.res[0]),
+		       wt_res(wt_aio.res[1]),
+		       wt_bytes_as_served(wt_aio.buf[0], wt_aio.res[0]) &&
+		       wt_bytes_as_served(wt_aio.buf[1], wt_aio.res[1]) ?
+		       "the server's bytes" : "not the server's bytes",
+		       cl->ret);
+		why = "the RELEASE of \"g\" did not reach the server within "
+		      "3000 ms after the first READ's commit let it in, while "
+		      "the server held the second READ: it waited behind it "
+		      "with the other entry free";
+	}
+	result("flushed_release_passes_the_read_waiting_for_the_buffer",
+	       released_ms >= 0, "%s", why);
+	if (took)
+		snprintf(came, sizeof(came), "the reads gave %s and %s, expected "
+			 "%d each with the server's bytes%s%s",
+			 wt_res(wt_aio.res[0]), wt_res(wt_aio.res[1]), WT_SIZE,
+			 wt_aio.err ? "; io_uring: " : "",
+			 wt_aio.err ? strerror(-wt_aio.err) : "");
+	result("flushed_release_reads_have_the_servers_bytes",
+	       took && wt_aio_done() && !wt_aio.err &&
+	       wt_bytes_as_served(wt_aio.buf[0], wt_aio.res[0]) &&
+	       wt_bytes_as_served(wt_aio.buf[1], wt_aio.res[1]),
+	       "%s", took ? came : why);
+	if (bg)
+		snprintf(came, sizeof(came), "close(2) gave %zd (%s), %d "
+			 "RELEASE(s) came", cl->ret,
+			 cl->err ? strerror(cl->err) : "no error", wt.releases);
+	result("flushed_release_close_returns_0",
+	       bg && cl->ret == 0 && wt.releases == 1, "%s", bg ? came : why);
+	wt_close();
+}
+
+/*
+ * The four cases, then the kernel log written meanwhile: every record is
  * printed as "# kernel: ..."; one that reports a broken kernel
  * (kernel_splat(): BUG:, WARNING:, a lockdep report, ...) fails the last
  * case. tests/guest/run reads the whole log after the file too.
@@ -1821,6 +2088,7 @@ static void waits_cases(void)
 	case_release_passes_the_waiting_write();
 	case_cancelled_send_gives_the_buffer();
 	case_registered_entry_takes_the_waiting_write();
+	case_flushed_release_passes_the_waiting_read();
 	while (kmsg >= 0 && (text = kmsg_next(kmsg, rec, sizeof(rec), &lost))) {
 		printf("# kernel: %s\n", text);
 		if (!splat[0] && kernel_splat(text))

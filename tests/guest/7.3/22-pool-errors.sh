@@ -21,8 +21,11 @@
 # pool of one buffer and two entries, a RELEASE passes a WRITE that waits
 # for the buffer a held READ has, and the buffer of a send io_uring
 # cancelled goes to the waiting WRITE at once; and an entry registered
-# while a WRITE waits for one takes it at once (kernel-patches-7.3/0003;
-# 7.3 as released fails four of these cases).
+# while a WRITE waits for one takes it at once; and, with FUSE_ASYNC_DIO and
+# max_background 2, a RELEASE that the commit of a direct READ from
+# io_uring lets in goes to the free entry while the committing one takes
+# the READ that waited for the buffer (kernel-patches-7.3/0003; 7.3 as
+# released fails five of these cases).
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
