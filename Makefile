@@ -34,7 +34,7 @@ help:
 	@echo "make demo           install, build, boot the guest and walk the labs"
 	@echo "make check          run every test (host, runner, guest); ends with 'N passed, N failed'"
 	@echo "make check-debug    the guest suite on the debug kernel (KASAN, lockdep, kmemleak, fault injection)"
-	@echo "make fresh-check    make docs and the README's two commands on a brand-new Debian 12 root (as root; about 40 minutes)"
+	@echo "make fresh-check    make docs and the README's two commands on a brand-new Debian 12 root (as root; $$(docs/_ext/facts.py render ~fresh-check.time 2>/dev/null || echo 'see the README'))"
 	@echo "make deps           install the Debian packages and download the pinned kernel"
 	@echo "make kernel         unpack + patch build/linux, build bzImage (FLAVOR=$(FLAVOR), KERNEL=$(KERNEL))"
 	@echo "make kernel-stock   build stock 7.2 (no series) in build/stock/, for make check"
@@ -180,8 +180,8 @@ patches-check: deps
 	@$(LOCKED) scripts/kernel series-check
 
 # The book quotes both trees' sources, so it needs them (the pinned
-# sources, unpacked and patched: make tree), but no kernel build: on a
-# fresh root 142 s with packages and downloads (README).
+# sources, unpacked and patched: make tree), but no kernel build (the
+# README says how long it takes on a fresh root).
 docs: tree
 	@$(LOCKED) sphinx-build -q -E -W -n --keep-going -b html . $(BUILD)/docs
 	@echo "docs: $(BUILD)/docs/index.html"

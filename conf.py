@@ -13,12 +13,13 @@ import os
 import sys
 
 # Extensions of this book live in docs/_ext/: series.py renders kernel-patches/,
-# kernelpage.py includes a page of the patched tree's Documentation/.
+# kernelpage.py includes a page of the patched tree's Documentation/,
+# facts.py gives the :fact: role (the numbers runs measure, docs/facts.txt).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 'docs', '_ext'))
 
 root_doc = 'index'
-extensions = ['sphinx.ext.graphviz', 'series', 'kernelpage', 'exercises', 'commands']
+extensions = ['sphinx.ext.graphviz', 'series', 'kernelpage', 'exercises', 'commands', 'facts']
 
 # Only the book is source: the top page, the chapters and each lab's README.rst.
 # build/ holds a full Linux tree with thousands of .rst files, so it (and every
