@@ -14,12 +14,13 @@ import sys
 
 # Extensions of this book live in docs/_ext/: series.py renders kernel-patches/,
 # kernelpage.py includes a page of the patched tree's Documentation/,
-# facts.py gives the :fact: role (the numbers runs measure, docs/facts.txt).
+# facts.py gives the :fact: role (the numbers runs measure, docs/facts.txt),
+# v2mark.py the :v2: role (is a claim about v2 from its posted code or ours?).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 'docs', '_ext'))
 
 root_doc = 'index'
-extensions = ['sphinx.ext.graphviz', 'series', 'kernelpage', 'exercises', 'commands', 'facts']
+extensions = ['sphinx.ext.graphviz', 'series', 'v2mark', 'kernelpage', 'exercises', 'commands', 'facts']
 
 # Only the book is source: the top page, the chapters and each lab's README.rst.
 # build/ holds a full Linux tree with thousands of .rst files, so it (and every

@@ -12,7 +12,8 @@ line with reStructuredText generated from:
   diff;
 * ``docs/series-v2.txt``: the v2 posting's 14 patches, what 7.2 already
   carries (each claim checked against the patched tree) and which of our
-  patches implements the rest, matched by subject.
+  patches implements the rest, matched by subject; each number carries its
+  posted/rebuilt mark (``v2mark.py``).
 
 Nothing is copied from the patches by hand, so the page cannot go stale.
 Problems are Sphinx warnings of type ``series`` (errors under ``-W``): a
@@ -27,6 +28,8 @@ import os
 import re
 
 from sphinx.util import logging
+
+from v2mark import REBUILT, mark_for_patch
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +236,9 @@ def generate(app):
                     f'<{label(p["subject"])}>`')
         else:
             here = 'to come'
-        table += [f'   * - {num}', f'     - {subject}', f'     - {here}']
+        mark = 'rebuilt' if int(num) in REBUILT else 'posted'
+        table += [f'   * - {num} :v2:`{mark} {int(num)}`',
+                  f'     - {subject}', f'     - {here}']
     out.append('\n'.join(table) + '\n')
     own = [p for p in patches if p['file'] not in matched]
     if own:
@@ -329,8 +334,10 @@ def v2patch_role(name, rawtext, text, lineno, inliner, options={}, content=[]):
             f':v2patch:`{text}`: the v2 posting has patches 1 to {len(nums)}',
             line=lineno)
         return [nodes.Text(text)], [msg]
+    # followed by the posted/rebuilt mark of that patch (v2mark.py)
     return [nodes.inline('', f'v2 patch {int(text)}/{len(nums)}',
-                         classes=['v2patch'])], []
+                         classes=['v2patch']),
+            nodes.Text(' '), mark_for_patch(int(text))], []
 
 
 # "patch 8", "patches 5 and 6", "the last patch", and "4/14" near the word
@@ -388,5 +395,7 @@ def setup(app):
     app.connect('doctree-read', lint_numbers)
     app.add_role('patch', patch_role)
     app.add_role('v2patch', v2patch_role)
+    # :v2:`posted N` / :v2:`rebuilt N`, and the mark :v2patch: appends
+    app.setup_extension('v2mark')
     return {'version': '1', 'parallel_read_safe': True,
             'parallel_write_safe': True}
