@@ -41,6 +41,7 @@ help:
 	@echo "make kernels        both kernels: 7.2 with the v2 series, and 7.3 as merged"
 	@echo "make server         build the reference server into build/reference-server/"
 	@echo "make peer           build libfuse's passthrough_hp (the peer) into build/libfuse/"
+	@echo "make tests          build the small programs the guest tests run (tests/*.c) into build/tests/"
 	@echo "make vm             an interactive shell in the guest"
 	@echo "make patches        export build/linux's commits above base into kernel-patches/"
 	@echo "make patches-check  apply, build and checkpatch the series one patch at a time"
@@ -100,6 +101,11 @@ peer: deps
 TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*.c)) \
 	$(BUILD)/tests/uapi-errors
 tests: $(TEST_PROGS)
+# The uapi headers they build against, which `make headers` installs: on a
+# fresh clone, `make tests` installs them first (one run makes all three).
+$(BUILD)/headers/include/linux/fuse.h $(BUILD)/headers-7.3/include/linux/fuse.h \
+		$(BUILD)/headers-stock/include/linux/fuse.h &: | deps
+	@for k in $(KERNELS); do KERNEL=$$k $(LOCKED) scripts/kernel headers || exit 1; done
 $(BUILD)/tests/%: tests/%.c | deps
 	@mkdir -p $(@D)
 	$(LOCKED) $(CC) $(CFLAGS) -static -o $@ $< -luring

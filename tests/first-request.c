@@ -13,6 +13,7 @@
  */
 #include <linux/fuse.h>
 #include <liburing.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +32,10 @@ static struct iovec iovs[MAX_QUEUES][2];
 
 static char rdbuf[PAYLOAD + 4096];	/* read(2) needs room for max_write */
 
-static _Noreturn void die(const char *what)
+/* err is an errno value: libc sets errno, liburing returns -errno. */
+static _Noreturn void die(const char *what, int err)
 {
-	perror(what);
+	fprintf(stderr, "first-request: %s: %s\n", what, strerror(err));
 	exit(1);
 }
 
@@ -54,17 +56,17 @@ static int possible_cpus(void)
 	return n;
 }
 
-/* One FUSE command in an SQE128 slot: the request struct lives in sqe->cmd. */
+/* One FUSE command in a 128-byte SQE: its request struct lives in sqe->cmd. */
 static void fuse_cmd(struct io_uring *ring, int fd, uint32_t op, int qid,
 		     uint64_t commit_id)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	struct fuse_uring_cmd_req *req;
 
-	if (!sqe)
-		die("io_uring_get_sqe");
+	if (!sqe)	/* the SQ is full */
+		die("io_uring_get_sqe", EAGAIN);
 	req = (void *)sqe->cmd;
-	memset(sqe, 0, 2 * sizeof(*sqe));
+	memset(sqe, 0, 2 * sizeof(*sqe));	/* both 64-byte slots */
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = fd;
 	sqe->cmd_op = op;
@@ -82,9 +84,9 @@ int main(int argc, char **argv)
 	struct fuse_in_header *rd = (void *)rdbuf;
 	struct { struct fuse_out_header h; struct fuse_init_out i; } init = { 0 };
 	struct io_uring ring;
-	struct io_uring_cqe *cqe = NULL;
+	struct io_uring_cqe *cqe;
 	char opts[128];
-	int fd, nq = possible_cpus(), status;
+	int fd, ret, nq = possible_cpus(), status;
 	pid_t child;
 
 	if (argc != 2 || nq < 1 || nq > MAX_QUEUES) {
@@ -94,34 +96,41 @@ int main(int argc, char **argv)
 	/* 1. the connection, the mount, and FUSE_INIT by read/write */
 	fd = open("/dev/fuse", O_RDWR);
 	if (fd < 0)
-		die("/dev/fuse");
+		die("/dev/fuse", errno);
 	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
 	if (mount("first-request", argv[1], "fuse.first-request", 0, opts) < 0)
-		die("mount");
-	if (read(fd, rdbuf, sizeof(rdbuf)) < 0 || rd->opcode != FUSE_INIT)
-		die("read FUSE_INIT");
+		die("mount", errno);
+	if (read(fd, rdbuf, sizeof(rdbuf)) < 0)
+		die("read FUSE_INIT", errno);
+	if (rd->opcode != FUSE_INIT)
+		die("read FUSE_INIT", EPROTO);
 	init.h = (struct fuse_out_header){ sizeof(init), 0, rd->unique };
 	init.i.major = FUSE_KERNEL_VERSION;
 	init.i.minor = FUSE_KERNEL_MINOR_VERSION;
 	init.i.flags = FUSE_INIT_EXT | FUSE_MAX_PAGES;
 	init.i.flags2 = FUSE_OVER_IO_URING >> 32;	/* bit 41: in flags2 */
 	init.i.max_write = PAYLOAD;
-	init.i.max_pages = PAYLOAD / 4096;
+	init.i.max_pages = PAYLOAD / sysconf(_SC_PAGESIZE);	/* PAYLOAD, in pages */
 	if (write(fd, &init, sizeof(init)) != sizeof(init))
-		die("write FUSE_INIT reply");
+		die("write FUSE_INIT reply", errno);
 
 	/* 2. one entry per queue; the ring is ready once every queue has one */
-	if (io_uring_queue_init(2 * MAX_QUEUES, &ring, IORING_SETUP_SQE128) < 0)
-		die("io_uring_queue_init");
+	ret = io_uring_queue_init(2 * MAX_QUEUES, &ring, IORING_SETUP_SQE128);
+	if (ret < 0)
+		die("io_uring_queue_init", -ret);
 	for (int q = 0; q < nq; q++) {
 		iovs[q][0] = (struct iovec){ &headers[q], sizeof(headers[q]) };
 		iovs[q][1] = (struct iovec){ payloads[q], PAYLOAD };
 		fuse_cmd(&ring, fd, FUSE_IO_URING_CMD_REGISTER, q, 0);
 	}
-	io_uring_submit(&ring);	/* accepted REGISTERs stay parked: no CQE */
+	ret = io_uring_submit(&ring);	/* accepted REGISTERs park: no CQE */
+	if (ret < 0)
+		die("io_uring_submit", -ret);
 
 	/* 3. a caller: stat(2) of the mount sends GETATTR of the root */
 	child = fork();
+	if (child < 0)
+		die("fork", errno);
 	if (child == 0) {
 		struct stat st;
 
@@ -129,11 +138,11 @@ int main(int argc, char **argv)
 	}
 
 	/* 4. the CQE of the entry the request went to: answer, commit */
-	if (io_uring_wait_cqe(&ring, &cqe) < 0 || cqe->res < 0) {
-		fprintf(stderr, "first-request: the first CQE: %s\n",
-			strerror(cqe ? -cqe->res : 0));
-		return 1;
-	}
+	ret = io_uring_wait_cqe(&ring, &cqe);
+	if (ret < 0)
+		die("io_uring_wait_cqe", -ret);
+	if (cqe->res < 0)	/* a command the kernel refused */
+		die("the first CQE", -cqe->res);
 	int q = (int)cqe->user_data;
 	struct fuse_in_header *in = (void *)headers[q].in_out;
 	struct fuse_out_header *out = (void *)headers[q].in_out;
@@ -149,7 +158,9 @@ int main(int argc, char **argv)
 	*out = (struct fuse_out_header){ sizeof(*out) + sizeof(*attr), 0, unique };
 	headers[q].ring_ent_in_out.payload_sz = sizeof(*attr);
 	fuse_cmd(&ring, fd, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, q, commit_id);
-	io_uring_submit(&ring);
+	ret = io_uring_submit(&ring);
+	if (ret < 0)
+		die("io_uring_submit", -ret);
 
 	/* 5. the caller got the answer; unmount, which ends every command */
 	waitpid(child, &status, 0);

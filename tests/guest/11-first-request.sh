@@ -1,6 +1,6 @@
 #!/bin/sh
 # Description: the io_uring primer's program (tests/first-request.c, shown
-# whole in docs/io-uring-primer.rst) does what the chapter says: it mounts,
+# piece by piece in docs/io-uring-primer.rst) does what the chapter says: it mounts,
 # answers FUSE_INIT, registers one entry per queue, and answers the GETATTR
 # of the root that a stat(2) of the mount sends, which then sees a
 # directory; it exits 0 and leaves nothing mounted.
