@@ -48,25 +48,3 @@ html_static_path = ['docs/_static']
 html_css_files = ['diagrams.css']
 html_show_sourcelink = False
 html_copy_source = False
-
-
-def _labs_toctree(app, docname, source):
-    """Drop the labs toctree from docs/labs while labs/ holds no README.rst.
-
-    An empty toctree glob is a warning (so an error under -W) and Sphinx 5.3
-    gives that warning no type that suppress_warnings could name.
-    """
-    if docname != 'docs/labs':
-        return
-    if any(d.startswith('labs/') for d in app.env.found_docs):
-        return
-    start = source[0].find('.. toctree::')
-    end = source[0].find('.. end of labs toctree')
-    if start >= 0 and end > start:
-        source[0] = (source[0][:start]
-                     + 'No lab has landed in ``labs/`` yet.\n\n'
-                     + source[0][end:])
-
-
-def setup(app):
-    app.connect('source-read', _labs_toctree)
