@@ -170,8 +170,10 @@ bool bufring_req_has_buf(const struct fuse_uring_req_header *hdr)
 	 *       its arguments continue in the buffer (payload_sz > 0) or its
 	 *       reply has data (the out_args of its fuse_op_info(), which is
 	 *       NULL for an opcode the table does not know). Test
-	 *       req_zero_copied() first: a zero-copied READ gets no buffer,
-	 *       and a zero-copied WRITE gets one for its reply, although its
+	 *       req_zero_copied() first. It is for zero-copy (lab 04), where
+	 *       a READ's or WRITE's data stays in the caller's pages, and is
+	 *       false in bufring mode: a zero-copied READ gets no buffer, and
+	 *       a zero-copied WRITE gets one for its reply, although its
 	 *       payload_sz counts data that is not in the buffer.
 	 * read: docs/buffer-rings.rst, "What a request without payload gets";
 	 *       docs/zero-copy.rst, "Which requests take a payload buffer"
