@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""tests/bench-report.py: bench/report's intervals, verdicts and load
-record, on small synthetic runs; run on the host by scripts/check.
+"""tests/bench-report.py: bench/report's intervals, verdicts, load
+record and targets, on small synthetic runs and cost tables; run on the
+host by scripts/check.
 
 A real run takes an hour in the guest; what bench/report makes of one
 does not need the guest. Each check builds a run folder the way bench/run
@@ -13,6 +14,7 @@ import importlib.machinery
 import importlib.util
 import json
 import math
+import re
 import shutil
 import statistics
 import subprocess
@@ -122,11 +124,139 @@ def make_run(root, repeats=5, load=True, times=True):
     return run
 
 
-def report(run):
-    out = subprocess.run([sys.executable, str(REPORT), str(run)], capture_output=True, text=True)
+def report(run, *more):
+    out = subprocess.run([sys.executable, str(REPORT), str(run), *map(str, more)],
+                         capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"bench/report {run} exited {out.returncode}: {out.stderr.strip()[-300:]}")
     return out.stdout
+
+
+# Synthetic cost tables, laid out as bench/costs-report writes costs.json:
+# {"runs": {run: {config: {"jobs": {job: counts}, "memory": {}}}},
+#  "agree_within": 0.01}, the counts per data request (requests: the
+# job's). MIB of payload per data request, 64 of them per job.
+MIB = 1048576
+
+
+def counts(write=False, requests=68, copied=MIB, lent=0, server=MIB, enter=1.0625, other=1.09375,
+           sqes=1.0625, cqes=1.0625, punts=0.0, voluntary=1.0625, involuntary=0.0):
+    """One job's counts: by default a copying mode's direct READ (the cost
+    table's iovec mode: 64 READs of 68 requests, two copies per byte)."""
+    return {"data_opcode": "FUSE_WRITE" if write else "FUSE_READ", "data_requests": 64,
+            "requests": requests, "bytes": 64 * MIB, "kernel_copied": copied, "kernel_lent": lent,
+            "server_io": server, "copies_per_byte": (copied + lent + server) / MIB,
+            "io_uring_enter": enter, "other_syscalls": other, "sqes": sqes, "cqes": cqes,
+            "io_wq_punts": punts, "ctx_voluntary": voluntary, "ctx_involuntary": involuntary}
+
+
+def cost_table(*runs):
+    """costs.json from one {config: {job: counts}} per run."""
+    return {"runs": {str(n): {cfg: {"jobs": jobs, "memory": {}} for cfg, jobs in run.items()}
+                     for n, run in enumerate(runs, 1)},
+            "agree_within": 0.01}
+
+
+def copying(**changes):
+    """A copying mode's two jobs, a direct READ and a direct WRITE, with
+    changes to the WRITE's counts."""
+    return {"randread-direct": counts(),
+            "seqwrite-direct": counts(write=True, **{"requests": 75, "copied": MIB + 8, **changes})}
+
+
+def zero_copy(**changes):
+    """Zero-copy's two jobs: the kernel lends every byte and copies none
+    of a READ, 8 bytes of a WRITE (fuse_write_out); the server's fixed
+    operation is the one copy. changes apply to both."""
+    return {"randread-direct": counts(**{"copied": 0, "lent": MIB, "server": 0, **changes}),
+            "seqwrite-direct": counts(write=True, **{"requests": 75, "copied": 8, "lent": MIB,
+                                                     "server": 0, **changes})}
+
+
+def check_count_targets(module):
+    """Each count verdict can come out met and not met, and a missing
+    configuration or cost table says so."""
+    at_most, once, fraction = module.counts_at_most, module.copies_once, module.payload_fraction
+    met, not_met, uncounted = module.MET, module.NOT_MET, module.NOT_COUNTED
+    same = {"refsrv-iovec": copying(), "passthrough_hp": copying()}
+    check_eq("counts: a server that counts the same as its peer costs no more", met,
+             at_most(cost_table(same, same), "refsrv-iovec", "passthrough_hp")["verdict"])
+    dearer = {"refsrv-iovec": copying(other=1.390625), "passthrough_hp": copying(other=1.25)}
+    r = at_most(cost_table(dearer, dearer), "refsrv-iovec", "passthrough_hp")
+    check_eq("counts: 1.39 other syscalls per WRITE against 1.25, in both runs, is not met", not_met,
+             r["verdict"])
+    check("... and the verdict names the job and the count, with both values",
+          "seqwrite-direct other syscalls per WRITE 1.39 against 1.25 (run 1)" in r["detail"], r["detail"])
+    # Before FUSE_HANDLE_KILLPRIV_V2 the reference server got 142 requests
+    # for 64 WRITEs, passthrough_hp 75.
+    asking = {"refsrv-iovec": copying(requests=142), "passthrough_hp": copying()}
+    r = at_most(cost_table(asking, asking), "refsrv-iovec", "passthrough_hp")
+    check_eq("counts: 142 requests for 64 WRITEs against 75 is not met, on requests", (not_met, ["requests"]),
+             (r["verdict"], sorted({f["count"] for f in r["failures"]})))
+    # One io_uring_enter() more in a job of 64 WRITEs (75 against 74) is
+    # 1.3 % more: past the cost table's 1 % when every configuration's
+    # runs agree exactly; within the runs' agreement when one of them moves
+    # by that one call from run to run.
+    one_more = {"refsrv-iovec": copying(enter=75 / 64), "passthrough_hp": copying(enter=74 / 64)}
+    check_eq("counts: one call more per job, where the runs agree exactly, is not met", not_met,
+             at_most(cost_table(one_more, one_more), "refsrv-iovec", "passthrough_hp")["verdict"])
+    moving = [dict(one_more, **{"refsrv-bufring": copying(enter=e / 64)}) for e in (74, 75)]
+    r = at_most(cost_table(*moving), "refsrv-iovec", "passthrough_hp")
+    check_eq("counts: ... and met where another configuration's runs differ by that one call", met,
+             r["verdict"])
+    check("... which the verdict says", "io_uring_enter per WRITE up to 1.3% above, the runs differ by 1.3%"
+          in r["detail"], r["detail"])
+    close = {"refsrv-iovec": copying(voluntary=1.0625 * 1.005), "passthrough_hp": copying()}
+    check_eq("counts: 0.5 % above, under the cost table's 1 %, is met", met,
+             at_most(cost_table(close, close), "refsrv-iovec", "passthrough_hp")["verdict"])
+    preempted = {"refsrv-iovec": copying(involuntary=1.0), "passthrough_hp": copying()}
+    check_eq("counts: involuntary switches (preemption) are not held against a server", met,
+             at_most(cost_table(preempted, preempted), "refsrv-iovec", "passthrough_hp")["verdict"])
+    old = copying()
+    for c in old.values():
+        del c["io_wq_punts"]
+    r = at_most(cost_table({"refsrv-iovec": old, "passthrough_hp": old}), "refsrv-iovec", "passthrough_hp")
+    check("counts: a cost table saved before a count existed is held to the counts it has, and says so",
+          r["verdict"] == met and "not in this cost table: io-wq punts" in r["detail"], repr(r))
+    r = at_most(cost_table({"refsrv-iovec": copying()}), "refsrv-iovec", "passthrough_hp")
+    check_eq("counts: a missing configuration is not counted, and named",
+             (uncounted, "the cost table has no passthrough_hp"), (r["verdict"], r["detail"]))
+    r = at_most(None, "refsrv-iovec", "passthrough_hp")
+    check("counts: without a cost table, not counted, and why",
+          r["verdict"] == uncounted and "no cost table" in r["detail"], repr(r))
+    partial = {"refsrv-iovec": {"randread-direct": counts()}, "passthrough_hp": copying()}
+    r = at_most(cost_table(partial), "refsrv-iovec", "passthrough_hp")
+    check("counts: a job one configuration lacks is not counted, and named",
+          r["verdict"] == uncounted and "no seqwrite-direct of refsrv-iovec" in r["detail"], repr(r))
+
+    r = once(cost_table({"refsrv-zero-copy": zero_copy()}), "refsrv-zero-copy")
+    check_eq("zero-copy: 1.00 copies per byte, 0 B of a READ and 8 B of a WRITE copied, is met", met,
+             r["verdict"])
+    check("... and says what the kernel copied", "8 B per WRITE (seqwrite-direct)" in r["detail"], r["detail"])
+    r = once(cost_table({"refsrv-zero-copy": copying()}), "refsrv-zero-copy")
+    check("zero-copy: a mode that copies twice is not met, and the verdict names the job and count",
+          r["verdict"] == not_met and "randread-direct copies per byte 2.00 (run 1)" in r["detail"], repr(r))
+    kernel_copies = zero_copy(copied=MIB, lent=0)
+    r = once(cost_table({"refsrv-zero-copy": kernel_copies}), "refsrv-zero-copy")
+    check("zero-copy: one copy per byte, but the kernel's, is not met",
+          r["verdict"] == not_met and "kernel copied 1,048,576 B of 1,048,576 B per READ" in r["detail"],
+          repr(r))
+    r = once(cost_table({"refsrv-iovec": copying()}), "refsrv-zero-copy")
+    check_eq("zero-copy: a cost table without it says so", (uncounted, "the cost table has no refsrv-zero-copy"),
+             (r["verdict"], r["detail"]))
+
+    def sweep(quarter, default=8 * MIB):
+        return {"nbufs": {"memory": {"refsrv-bufring": {"2": {"payload_per_queue_b": quarter},
+                                                        "8": {"payload_per_queue_b": default}}}}}
+    check_eq("memory: 2 MiB per queue at nbufs 2 against 8 MiB at nbufs 8 is a quarter: met",
+             (met, "2 MiB against 8 MiB per queue"),
+             tuple(fraction(sweep(2 * MIB), "refsrv-bufring", "2", "8", 0.25).values()))
+    check_eq("memory: 4 MiB against 8 MiB is not a quarter: not met", not_met,
+             fraction(sweep(4 * MIB), "refsrv-bufring", "2", "8", 0.25)["verdict"])
+    r = fraction({}, "refsrv-bufring", "2", "8", 0.25)
+    check("memory: without the nbufs sweep, not counted, and why",
+          r["verdict"] == uncounted and "no payload memory of refsrv-bufring at nbufs 2 and nbufs 8" in r["detail"],
+          repr(r))
 
 
 def summary_of(folder):
@@ -202,6 +332,8 @@ def main():
     check_eq("a target without an interval (too few repeats)", module.TOO_FEW,
              v({"median_ratio": 1.0}, None, 1.0))
 
+    check_count_targets(module)
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         run = make_run(root)
@@ -214,13 +346,66 @@ def main():
         table = (run / "bench" / "table.rst").read_text()
         check("table.rst shows ratio, interval and verdict in one cell",
               "2.00× [1.90, 2.10] faster" in table, table)
-        # No passthrough_hp and no sweeps in the synthetic run: the
-        # zero-copy target alone, against the ceiling (about 2x / 4x).
+        # No passthrough_hp and no sweeps in the synthetic run: of the
+        # timed targets, the zero-copy one alone, against the ceiling
+        # (about 2x / 4x).
         check_eq("targets: zero-copy against the ceiling, about 0.5x in every repeat, is not met",
                  [("zero-copy randread-direct at least 70 % of the ceiling", "not met")],
-                 [(t["target"], t["verdict"]) for t in s["targets"]])
-        check("targets.rst shows it with its interval",
-              "not met" in (run / "bench" / "targets.rst").read_text())
+                 [(t["target"], t["verdict"]) for t in s["targets"] if t["from"] == "timing"])
+        targets_rst = (run / "bench" / "targets.rst").read_text()
+        check("targets.rst shows it with its interval, as timing",
+              re.search(r"^zero-copy randread-direct at least 70 % of the ceiling +timing +not met +"
+                        r"refsrv-zero-copy / ceiling 0\.50× \[0\.45, 0\.54\]$", targets_rst, re.M), targets_rst)
+        # No cost table in this run either: every count target says so.
+        count_rows = [t for t in s["targets"] if t["from"] == "count"]
+        check_eq("targets: without a cost table, four count targets, none counted",
+                 [module.NOT_COUNTED] * 4, [t["verdict"] for t in count_rows])
+        check("... each saying why", all("no cost table" in t["detail"] or "no payload memory" in t["detail"]
+                                         for t in count_rows), repr(count_rows))
+        check_eq("... and the summary says no cost table was read", None, s["targets_counted_from"])
+
+        # The same run with its cost table (bench/costs-report's
+        # RUN/bench/costs.json): the count targets are decided.
+        costs = cost_table(
+            {"refsrv-iovec": copying(other=1.390625), "passthrough_hp": copying(other=1.25),
+             "refsrv-bufring": copying(other=1.390625), "refsrv-zero-copy": zero_copy()},
+            {"refsrv-iovec": copying(other=1.390625), "passthrough_hp": copying(other=1.296875),
+             "refsrv-bufring": copying(other=1.390625), "refsrv-zero-copy": zero_copy()})
+        (run / "bench" / "costs.json").write_text(json.dumps(costs))
+        printed = report(run)
+        s_costs = summary_of(run / "bench")
+        check_eq("targets: with the run's cost table, each count target decided",
+                 [("iovec mode costs no more per operation than passthrough_hp, every job (7.2)", "not met"),
+                  ("zero-copy copies each byte once, the kernel none of the payload, every job (7.2)", "met"),
+                  ("bufring costs no more per operation than iovec mode, every job (7.2)", "met"),
+                  ("bufring nbufs 2 holds a quarter of nbufs 8's payload memory", module.NOT_COUNTED)],
+                 [(t["target"], t["verdict"]) for t in s_costs["targets"] if t["from"] == "count"])
+        targets_rst = (run / "bench" / "targets.rst").read_text()
+        check("targets.rst names the count and job that fail",
+              re.search(r"^iovec mode costs no more per operation than passthrough_hp, every job \(7\.2\) +count +"
+                        r"not met +above it: seqwrite-direct other syscalls per WRITE 1\.39 against 1\.25 \(run 1\)",
+                        targets_rst, re.M), targets_rst)
+        check("the report prints where the counts came from",
+              str((run / "bench" / "costs.json").resolve()) in printed, printed[-2000:])
+        # A cost table from another folder (the book's: costs-latest),
+        # named as the second argument, wins over the run's own.
+        other = root / "costs-saved"
+        other.mkdir()
+        cheaper = {"refsrv-iovec": copying(), "passthrough_hp": copying(), "refsrv-bufring": copying(),
+                   "refsrv-zero-copy": zero_copy()}
+        (other / "costs.json").write_text(json.dumps(cost_table(cheaper, cheaper)))
+        report(run, other)
+        s_other = summary_of(run / "bench")
+        check_eq("targets: COSTS_DIR's cost table is the one counted",
+                 (str((other / "costs.json").resolve()), module.MET),
+                 (s_other["targets_counted_from"], s_other["targets"][0]["verdict"]))
+        missing = subprocess.run([sys.executable, str(REPORT), str(run), str(root / "nowhere")],
+                                 capture_output=True, text=True)
+        check("a COSTS_DIR without a cost table stops the report with a message, not a traceback",
+              missing.returncode != 0 and "costs.json" in missing.stderr and "Traceback" not in missing.stderr,
+              missing.stderr[-300:])
+        (run / "bench" / "costs.json").unlink()
+        report(run)
 
         # The same run reported again: the same bytes (a fixed seed).
         first = (run / "bench" / "summary.json").read_text()
