@@ -208,7 +208,9 @@ def set_facts(pairs):
         for i, line in enumerate(lines):
             m = re.match(r'([\w.-]+)(\s+)(\d+)(.*)$', line)
             if m and m.group(1) == key:
-                lines[i] = '%s%s%d%s' % (key, m.group(2), new, m.group(4))
+                # the value keeps its right edge: the column stays aligned
+                pad = max(1, len(m.group(2)) + len(m.group(3)) - len(str(new)))
+                lines[i] = '%s%s%d%s' % (key, ' ' * pad, new, m.group(4))
                 break
         else:
             raise FactError('no fact %s in docs/facts.txt: add it by hand, with what measures it' % key)
