@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.parse
 import urllib.request
 
@@ -47,14 +48,26 @@ PHONE_PAGES = ('index.html', 'docs/stock-protocol.html',
 failed = False
 
 
+# The page threads report at once: print() writes a line and its newline
+# apart, so two threads' lines could run together and scripts/check, which
+# counts whole lines, would lose one (tests/docs-browser-output.py).
+_output = threading.Lock()
+
+
+def report(line):
+    with _output:
+        sys.stdout.write(line + '\n')
+        sys.stdout.flush()
+
+
 def ok(name):
-    print(f'ok {name}', flush=True)
+    report(f'ok {name}')
 
 
 def not_ok(name, why):
     global failed
     failed = True
-    print(f'not ok {name}: {why}', flush=True)
+    report(f'not ok {name}: {why}')
 
 
 def chromium(*args, timeout=60):
