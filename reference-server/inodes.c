@@ -46,7 +46,8 @@ int inodes_init(const char *backing_dir)
 		return err;
 	}
 	table.root = (struct srv_inode){ .fd = fd, .dev = st.st_dev,
-					 .ino = st.st_ino, .nlookup = 1 };
+					 .ino = st.st_ino, .type = st.st_mode & S_IFMT,
+					 .nlookup = 1 };
 	/* in the table too, so LOOKUP("..") of a child finds nodeid 1 */
 	table.buckets[bucket_of(st.st_dev, st.st_ino)] = &table.root;
 	return 0;
@@ -89,6 +90,7 @@ int inode_remember(int fd, const struct stat *st, struct srv_inode **out)
 		}
 		*ino = (struct srv_inode){ .fd = fd, .dev = st->st_dev,
 					   .ino = st->st_ino,
+					   .type = st->st_mode & S_IFMT,
 					   .next = table.buckets[b] };
 		table.buckets[b] = ino;
 	}

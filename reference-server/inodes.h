@@ -12,6 +12,7 @@ struct srv_inode {
 	int fd;			/* O_PATH: names the inode, opens nothing */
 	dev_t dev;
 	ino_t ino;
+	mode_t type;		/* st_mode & S_IFMT; fd keeps the inode, so it stays */
 	uint64_t nlookup;	/* replies that named it, minus FORGETs */
 	struct srv_inode *next;	/* hash chain */
 };

@@ -744,16 +744,14 @@ static int srv_rename2(struct srv_req *r)
  * go through the /proc link, which leads to the inode. For a symlink it
  * would lead past the link to its target, so, as passthrough_hp does,
  * refuse: there is no race-free way to reach a symlink's own attributes.
+ * The type is the one remembered at LOOKUP (it cannot change): no
+ * fstatat() per call, which passthrough_hp does not make either.
  */
 static int xattr_path(const struct srv_req *r, char proc[64])
 {
 	struct srv_inode *ino = inode_get(r->in->nodeid);
-	struct stat st;
-	int err = stat_inode(ino, &st);
 
-	if (err)
-		return err;
-	if (S_ISLNK(st.st_mode))
+	if (ino->type == S_IFLNK)
 		return -EOPNOTSUPP;
 	proc_path(ino->fd, proc);
 	return 0;
@@ -1011,7 +1009,7 @@ static int as_caller(srv_handler handler, struct srv_req *r)
 		return err;
 	/*
 	 * A caller who is who we are (root, most often): the switch would
-	 * change nothing, and costs eight syscalls. Not with a supplementary
+	 * change nothing, and costs six syscalls. Not with a supplementary
 	 * group to take on: that changes the groups.
 	 */
 	if (err == 0 && r->in->uid == own_fsuid && r->in->gid == own_fsgid)

@@ -9,6 +9,7 @@ times as long), runs the program as scripts do, and reads what it printed.
 Prints "ok NAME" or "not ok NAME: why" per check and exits 1 if any
 failed.
 """
+import os
 import shutil
 import subprocess
 import sys
@@ -52,9 +53,15 @@ def tree(facts=FACTS, readme=README):
     return top
 
 
-def run(top, *args):
+# The machine the stated times are for (facts.py's MACHINE), unless a
+# check says otherwise.
+TCG2 = {"FACTS_ACCEL": "tcg", "VM_CPUS": "2", "FACTS_HOST_CPUS": "2"}
+
+
+def run(top, *args, machine=TCG2):
+    env = {k: v for k, v in os.environ.items() if k not in ("ACCEL", "FACTS_FILE")}
     p = subprocess.run([sys.executable, str(top / "docs" / "_ext" / "facts.py"), *args],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env={**env, **machine})
     return p.returncode, p.stdout + p.stderr
 
 
@@ -76,6 +83,10 @@ def main():
     (t / "README.md").write_text(README.replace("about 16 minutes", "about 12 minutes"))
     status, out = run(t, "check")
     check("a stale rounded time fails", status == 1 and '"about 16 minutes"' in out, out)
+    (t / "README.md").write_text(README.replace("2118<!--", "12118<!--"))
+    status, out = run(t, "check")
+    check("a number that only ends with the fact (12118 for 2118) fails", status == 1 and
+          "not ok fact check.checks" in out, out)
 
     # A fact that no page says any more is reported.
     t = tree(facts=FACTS + "costs.time 197 # unsaid\n")
@@ -88,6 +99,12 @@ def main():
     for got, want in ((933, 0), (1866, 0), (467, 0), (1867, 1), (466, 1)):
         status, out = run(t, "compare", "check.time", str(got))
         check(f"a run of {got} s against 933 s {'passes' if want == 0 else 'fails'}", status == want, out)
+    for machine in ({**TCG2, "FACTS_ACCEL": "kvm"}, {**TCG2, "VM_CPUS": "4"}, {**TCG2, "FACTS_HOST_CPUS": "8"}):
+        status, out = run(t, "compare", "check.time", "100", machine=machine)
+        check(f"a time from another machine ({', '.join(f'{k}={v}' for k, v in machine.items())}) "
+              "is not compared", status == 0 and "not compared" in out, out)
+    status, out = run(t, "compare", "check.checks", "2119", machine={**TCG2, "FACTS_ACCEL": "kvm"})
+    check("... but a count is, anywhere", status == 1, out)
     status, out = run(t, "compare", "check.checks", "2119")
     check("a run with one check more than the README says fails", status == 1 and
           "docs/_ext/facts.py set check.checks 2119" in out, out)
