@@ -22,18 +22,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from unitcheck import Checks  # tests/unitcheck.py, beside this file
+
 TOP = Path(__file__).resolve().parent.parent
 REPORT = TOP / "bench" / "report"
-failed = 0
-
-
-def check(name, cond, why=""):
-    global failed
-    if cond:
-        print(f"ok bench/report: {name}")
-    else:
-        failed += 1
-        print(f"not ok bench/report: {name}: {why}")
+check = Checks("bench/report")
 
 
 def check_eq(name, expected, actual):
@@ -459,7 +452,7 @@ def main():
         check_eq("one repeat: 'too few paired repeats'", "too few paired repeats",
                  s1["jobs"][JOB]["refsrv-zero-copy"]["paired_vs_iovec"]["verdict"])
         check_eq("one repeat: no repeats-needed figure", {}, s1["repeats_needed"])
-    sys.exit(1 if failed else 0)
+    sys.exit(check.status())
 
 
 if __name__ == "__main__":

@@ -16,8 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from unitcheck import Checks  # tests/unitcheck.py, beside this file
+
 TOP = Path(__file__).resolve().parent.parent
-failed = 0
+check = Checks("facts")
 trees = []
 
 FACTS = """# test facts
@@ -28,15 +30,6 @@ README = """make check took 15 min 33 s<!-- fact: check.time --> for
 2118<!-- fact: check.checks --> checks, about 16 minutes<!-- fact: ~check.time -->;
 there are 2<!-- fact: patches.7.2 --> patches.
 """
-
-
-def check(name, cond, why=""):
-    global failed
-    if cond:
-        print(f"ok facts: {name}")
-    else:
-        failed += 1
-        print(f"not ok facts: {name}: {why}")
 
 
 def tree(facts=FACTS, readme=README):
@@ -124,7 +117,7 @@ def main():
     check("a count of the tree cannot be set", status == 2 and "counted from the tree" in out, out)
     status, out = run(t, "set", "nothing.time", "4")
     check("an unknown fact cannot be set", status == 2 and "no fact nothing.time" in out, out)
-    return 1 if failed else 0
+    return check.status()
 
 
 if __name__ == "__main__":
