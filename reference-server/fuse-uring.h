@@ -68,6 +68,18 @@ enum srv_mode {
 	SRV_MODE_POOL_ZERO_COPY,/* ... and zero-copy, per file */
 };
 
+/*
+ * How each queue's ring is created (--ring-setup, ring-setup.c): which of
+ * io_uring's ways to run the kernel's task work it asks for.
+ */
+enum srv_ring_setup {
+	SRV_RING_PLAIN,		/* SQE128 only: task work interrupts the thread */
+	SRV_RING_COOP,		/* ... | COOP_TASKRUN | TASKRUN_FLAG: no interrupt */
+	SRV_RING_DEFER,		/* ... | SINGLE_ISSUER | DEFER_TASKRUN: when we wait */
+	SRV_RING_SQPOLL,	/* ... | SQPOLL: a kernel thread submits for us */
+	SRV_NR_RING_SETUPS
+};
+
 struct srv_opts {
 	const char *backing_dir;
 	const char *mountpoint;
@@ -75,6 +87,7 @@ struct srv_opts {
 	size_t payload_size;		/* bytes of one payload buffer = max_write */
 	unsigned int nbufs;		/* bufring, pool: payload buffers per queue */
 	enum srv_mode mode;
+	enum srv_ring_setup ring_setup;	/* how each queue's ring is created */
 	bool fallback;			/* a rung down when the mode is refused */
 	bool unlinked;			/* zero-copy: commit after the fixed I/O's CQE */
 	size_t zero_copy_min;		/* pool-zero-copy: only files this big, at open */
@@ -96,6 +109,7 @@ struct srv_opts {
 #define SRV_MAX_NBUFS 65535	/* v2's buf_id is a u16; 7.3's pool: below 4 GiB */
 #define SRV_DEFAULT_TIMEOUT 1	/* seconds: libfuse's default */
 #define SRV_MAX_TIMEOUT 86400	/* a day: passthrough_hp's default */
+#define SRV_SQ_THREAD_IDLE_MS 10	/* --ring-setup=sqpoll (ring-setup.c: why) */
 
 int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen);
@@ -345,6 +359,14 @@ int ring_start_queues(struct srv_session *s);
 int ring_register_all(struct srv_session *s);
 void ring_stop_queues(struct srv_session *s);
 bool ring_step_down(struct srv_session *s, int err);
+
+/* ring-setup.c: --ring-setup, the flags each queue's ring is created with */
+const char *ring_setup_name(enum srv_ring_setup rs);
+unsigned int ring_setup_flags(enum srv_ring_setup rs);
+int ring_setup_init(struct srv_queue *q, unsigned int entries,
+		    const char **what);
+int ring_setup_submit(struct srv_queue *q);
+void ring_setup_report(const struct srv_session *s);
 
 /* sqe.c: the SQEs ring.c and the modes submit, and the --trace line */
 struct io_uring_sqe *queue_sqe(struct srv_queue *q);

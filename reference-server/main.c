@@ -144,8 +144,10 @@ int main(int argc, char **argv)
 			err = ring_register_all(&s);
 	}
 	if (!err) {
-		if (o.verbose)
+		if (o.verbose) {
 			preflight_report(&s);
+			ring_setup_report(&s);
+		}
 		fprintf(stderr, SRV_NAME ": %s on %s: %u queues x %u entries, "
 			"payload %zu B, mode %s\n", o.backing_dir, o.mountpoint,
 			s.nr_queues, o.queue_depth, o.payload_size,

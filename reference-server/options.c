@@ -230,6 +230,18 @@ void print_usage(FILE *f)
 "                      Each ladder adds one step per mode. Pinned memory\n"
 "                      counts against RLIMIT_MEMLOCK (ulimit -l) unless\n"
 "                      the server has CAP_IPC_LOCK.\n"
+"  --ring-setup=NAME   how each queue's ring is created, in every mode: who\n"
+"                      runs the kernel's task work (a request's copy into\n"
+"                      the entry, its CQE) and when (ring-setup.c):\n"
+"                      plain    the default: IORING_SETUP_SQE128 only; the\n"
+"                               work interrupts the queue thread\n"
+"                      coop     COOP_TASKRUN | TASKRUN_FLAG: no interrupt, it\n"
+"                               runs at the thread's next io_uring_enter()\n"
+"                      defer    SINGLE_ISSUER | DEFER_TASKRUN: it runs in one\n"
+"                               batch when the thread waits for CQEs\n"
+"                      sqpoll   SQPOLL: a kernel thread per queue submits for\n"
+"                               us; it spins a whole CPU while requests come,\n"
+"                               and sleeps after %d ms without any\n"
 "  --nbufs=N           bufring, pool and above: payload buffers per queue,\n"
 "                      1..%d, default the queue depth; fewer than entries\n"
 "                      is the point: requests with payload then wait for a\n"
@@ -267,7 +279,8 @@ void print_usage(FILE *f)
 "Needs: root, /dev/fuse, /proc, and FUSE io_uring enabled:\n"
 "  echo 1 > /sys/module/fuse/parameters/enable_uring\n",
 		SRV_MAX_QUEUE_DEPTH, SRV_DEFAULT_QUEUE_DEPTH,
-		SRV_MIN_PAYLOAD_SIZE, SRV_MAX_PAYLOAD_SIZE, SRV_MAX_NBUFS,
+		SRV_MIN_PAYLOAD_SIZE, SRV_MAX_PAYLOAD_SIZE,
+		SRV_SQ_THREAD_IDLE_MS, SRV_MAX_NBUFS,
 		SRV_MAX_TIMEOUT, SRV_DEFAULT_TIMEOUT);
 }
 
@@ -334,6 +347,25 @@ static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 	return -EINVAL;
 }
 
+/* --ring-setup=NAME: one of ring-setup.c's names. */
+static int parse_ring_setup(const char *s, enum srv_ring_setup *rs, char *err,
+			    size_t errlen)
+{
+	char names[64] = "";
+
+	for (unsigned int i = 0; i < SRV_NR_RING_SETUPS; i++) {
+		if (!strcmp(s, ring_setup_name(i))) {
+			*rs = i;
+			return 0;
+		}
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+			 "%s%s", i ? ", " : "", ring_setup_name(i));
+	}
+	snprintf(err, errlen, "unknown --ring-setup '%s' (supported: %s)", s,
+		 names);
+	return -EINVAL;
+}
+
 /*
  * Fill o from argv. Returns 0, or -EINVAL with one sentence in err.
  * --help sets o->help and skips the positional checks.
@@ -341,13 +373,14 @@ static int parse_mode(const char *s, enum srv_mode *m, char *err, size_t errlen)
 int parse_options(int argc, char **argv, struct srv_opts *o,
 		  char *err, size_t errlen)
 {
-	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_NBUFS, OPT_FALLBACK,
-	       OPT_UNLINKED, OPT_ZC_MIN, OPT_TIMEOUT, OPT_ALLOW_OTHER, OPT_FG, OPT_TRACE,
-	       OPT_VERBOSE, OPT_HELP };
+	enum { OPT_DEPTH = 256, OPT_PAYLOAD, OPT_MODE, OPT_RING_SETUP, OPT_NBUFS,
+	       OPT_FALLBACK, OPT_UNLINKED, OPT_ZC_MIN, OPT_TIMEOUT, OPT_ALLOW_OTHER,
+	       OPT_FG, OPT_TRACE, OPT_VERBOSE, OPT_HELP };
 	static const struct option longopts[] = {
 		{ "queue-depth", required_argument, NULL, OPT_DEPTH },
 		{ "payload-size", required_argument, NULL, OPT_PAYLOAD },
 		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "ring-setup", required_argument, NULL, OPT_RING_SETUP },
 		{ "nbufs", required_argument, NULL, OPT_NBUFS },
 		{ "fallback", no_argument, NULL, OPT_FALLBACK },
 		{ "unlinked", no_argument, NULL, OPT_UNLINKED },
@@ -395,6 +428,10 @@ int parse_options(int argc, char **argv, struct srv_opts *o,
 			break;
 		case OPT_MODE:
 			if (parse_mode(optarg, &o->mode, err, errlen))
+				return -EINVAL;
+			break;
+		case OPT_RING_SETUP:
+			if (parse_ring_setup(optarg, &o->ring_setup, err, errlen))
 				return -EINVAL;
 			break;
 		case OPT_NBUFS:

@@ -2,8 +2,8 @@
 /*
  * ring.c: the io_uring side, as stock Linux 7.2 has it. One queue per
  * possible CPU, each a thread pinned to its CPU with its own SQE128 ring
- * and entries; every entry is handed over once with
- * FUSE_IO_URING_CMD_REGISTER and then loops on
+ * (created as --ring-setup says: ring-setup.c) and entries; every entry is
+ * handed over once with FUSE_IO_URING_CMD_REGISTER and then loops on
  * FUSE_IO_URING_CMD_COMMIT_AND_FETCH (reply to one request, get the next).
  *
  * What a mode changes is behind s->ops (struct srv_mode_ops): iovec.c,
@@ -170,10 +170,11 @@ static int queue_setup(struct srv_queue *q, const char **what)
 		s->ops->ent_init(ent);
 	}
 
-	/* two SQEs per entry plus the stop poll: the SQ never overflows */
-	*what = "io_uring_queue_init";
-	err = io_uring_queue_init(2 * (unsigned int)depth + 1, &q->ring,
-				  IORING_SETUP_SQE128);
+	/*
+	 * two SQEs per entry plus the stop poll: the SQ never overflows.
+	 * SQE128 and what --ring-setup adds (ring-setup.c)
+	 */
+	err = ring_setup_init(q, 2 * (unsigned int)depth + 1, what);
 	if (err)
 		return err;
 	q->ring_ready = true;
@@ -370,7 +371,8 @@ static int queue_register(struct srv_queue *q, const char **what)
 	io_uring_prep_poll_add(sqe, q->stop_efd, POLLIN);
 	io_uring_sqe_set_data64(sqe, UD_STOP);
 
-	ret = io_uring_submit(&q->ring);
+	/* --ring-setup=sqpoll: returns once its thread took every SQE */
+	ret = ring_setup_submit(q);
 	if (ret < 0)
 		return ret;
 	q->registering = true;

@@ -3,7 +3,8 @@
  * Description: host unit tests of the server's pure parts: opcode names,
  * request parsing, which requests get a buffer in bufring mode (and with
  * zero-copy), reply building, dirent packing, FUSE_INIT negotiation, option
- * parsing (every mode, --nbufs, --fallback), each mode's REGISTER flags,
+ * parsing (every mode, --nbufs, --fallback, --ring-setup), each mode's
+ * REGISTER flags, each --ring-setup's ring on the host's kernel,
  * the pinned-memory arithmetic against RLIMIT_MEMLOCK, CPU-list counting,
  * and the handlers called directly on a temporary directory (no
  * /dev/fuse, no mount).
@@ -1717,6 +1718,134 @@ static void test_timeout_option(void)
 	       "ret=%d err=%s", ret, err);
 }
 
+/* ---- --ring-setup (ring-setup.c) ----------------------------------------- */
+
+static void test_ring_setup_option(void)
+{
+	static const struct {
+		const char *arg;
+		enum srv_ring_setup rs;
+		unsigned int flags;
+	} setups[] = {
+		{ "--ring-setup=plain", SRV_RING_PLAIN, IORING_SETUP_SQE128 },
+		{ "--ring-setup=coop", SRV_RING_COOP, IORING_SETUP_SQE128 |
+		  IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG },
+		{ "--ring-setup=defer", SRV_RING_DEFER, IORING_SETUP_SQE128 |
+		  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN },
+		{ "--ring-setup=sqpoll", SRV_RING_SQPOLL, IORING_SETUP_SQE128 |
+		  IORING_SETUP_SQPOLL },
+	};
+	static const char *const modes[] = {
+		"--mode=auto", "--mode=iovec", "--mode=bufring",
+		"--mode=pinned-headers", "--mode=pinned-buffers",
+		"--mode=zero-copy", "--mode=pool", "--mode=pool-fixed",
+		"--mode=pool-zero-copy",
+	};
+	struct srv_opts o;
+	char err[256], name[64];
+	unsigned int refused = 0;
+	int ret;
+
+	ret = parse(&o, err, "/b", "/m", NULL);
+	result("options_ring_setup_default_plain",
+	       !ret && o.ring_setup == SRV_RING_PLAIN &&
+	       ring_setup_flags(o.ring_setup) == IORING_SETUP_SQE128,
+	       "ret=%d err=%s ring_setup=%d", ret, err, (int)o.ring_setup);
+	for (size_t i = 0; i < sizeof(setups) / sizeof(setups[0]); i++) {
+		ret = parse(&o, err, setups[i].arg, "/b", "/m", NULL);
+		snprintf(name, sizeof(name), "options_ring_setup_%s",
+			 ring_setup_name(setups[i].rs));
+		result(name, !ret && o.ring_setup == setups[i].rs &&
+		       ring_setup_flags(o.ring_setup) == setups[i].flags,
+		       "ret=%d err=%s ring_setup=%d flags=%#x", ret, err,
+		       (int)o.ring_setup, ring_setup_flags(o.ring_setup));
+		/* every mode takes every setup, in either order */
+		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+			if (parse(&o, err, modes[m], setups[i].arg, "/b", "/m",
+				  NULL) || o.ring_setup != setups[i].rs ||
+			    parse(&o, err, setups[i].arg, modes[m], "/b", "/m",
+				  NULL) || o.ring_setup != setups[i].rs)
+				refused++;
+		}
+	}
+	EXPECT_INT("options_ring_setup_in_every_mode", 0, refused);
+	ret = parse(&o, err, "--ring-setup=bogus", "/b", "/m", NULL);
+	result("options_ring_setup_unknown_names_the_valid_ones",
+	       ret == -EINVAL &&
+	       !strcmp(err, "unknown --ring-setup 'bogus' "
+			    "(supported: plain, coop, defer, sqpoll)"),
+	       "ret=%d err=%s", ret, err);
+	ret = parse(&o, err, "--ring-setup=", "/b", "/m", NULL);
+	EXPECT_INT("options_ring_setup_empty_rejected", -EINVAL, ret);
+	ret = parse(&o, err, "--ring-setup=SQPOLL", "/b", "/m", NULL);
+	EXPECT_INT("options_ring_setup_is_case_sensitive", -EINVAL, ret);
+	result("ring_setup_name_past_the_last_is_null",
+	       ring_setup_name(SRV_NR_RING_SETUPS) == NULL, "not NULL");
+}
+
+/*
+ * Each setup on this host's kernel: the ring has the flags asked for, and
+ * ring_setup_submit() returns only once the kernel issued what was queued
+ * (with SQPOLL, its thread): a NOP's CQE is there without a wait, as a
+ * refused REGISTER's must be for queue_register().
+ */
+static void test_ring_setup_rings(void)
+{
+	struct srv_opts o = { .queue_depth = 8 };
+	struct srv_session s = { .opts = &o };
+	struct srv_queue q = { .s = &s };
+	static const char refused[] =
+		"--ring-setup=defer: io_uring_queue_init_params(";
+	const char *what;
+	char name[64];
+	bool usable = false;	/* io_uring is on here */
+	int err, ret;
+
+	for (unsigned int rs = 0; rs < SRV_NR_RING_SETUPS; rs++) {
+		struct io_uring_cqe *cqe;
+		unsigned int ready;
+
+		o.ring_setup = rs;
+		snprintf(name, sizeof(name), "ring_setup_%s_on_this_kernel",
+			 ring_setup_name(rs));
+		err = ring_setup_init(&q, 17, &what);
+		if (err == -ENOSYS || err == -EPERM) {
+			/* io_uring off (kernel.io_uring_disabled, seccomp) */
+			skip(name, strerror(-err));
+			continue;
+		}
+		if (err) {
+			result(name, false, "%s: %s", what, strerror(-err));
+			continue;
+		}
+		usable = true;
+		io_uring_prep_nop(io_uring_get_sqe(&q.ring));
+		ret = ring_setup_submit(&q);
+		ready = io_uring_cq_ready(&q.ring);
+		cqe = NULL;
+		if (ready)
+			io_uring_peek_cqe(&q.ring, &cqe);
+		result(name, q.ring.flags == ring_setup_flags(rs) && ret == 1 &&
+		       ready == 1 && cqe && cqe->res == 0,
+		       "flags %#x (want %#x), submit %d, %u CQEs ready at once",
+		       q.ring.flags, ring_setup_flags(rs), ret, ready);
+		io_uring_queue_exit(&q.ring);
+	}
+	/*
+	 * A refusal names the option (here a ring of 0 entries, which every
+	 * kernel refuses with -EINVAL, as an older one refuses a flag)
+	 */
+	if (!usable) {
+		skip("ring_setup_refused_names_the_option", "no io_uring here");
+		return;
+	}
+	o.ring_setup = SRV_RING_DEFER;
+	err = ring_setup_init(&q, 0, &what);
+	result("ring_setup_refused_names_the_option",
+	       err == -EINVAL && !strncmp(what, refused, strlen(refused)),
+	       "%d, what: %s", err, what);
+}
+
 int main(void)
 {
 	test_opcode_names();
@@ -1725,6 +1854,8 @@ int main(void)
 	test_parse_ring();
 	test_kill_suidgid();
 	test_timeout_option();
+	test_ring_setup_option();
+	test_ring_setup_rings();
 	test_parse_ring_no_buf();
 	test_bufring_has_buf();
 	test_req_name();

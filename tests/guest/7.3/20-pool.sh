@@ -11,7 +11,8 @@
 # offset inside the pool (--trace: buf=N below --nbufs), and with a single
 # buffer for eight entries four parallel readers are served correctly; a
 # pool of 4 GiB is refused before memory is taken; --zero-copy-min chooses
-# zero-copy per file.
+# zero-copy per file; pool-zero-copy passes a file intact with
+# --ring-setup=coop, defer and sqpoll, and the kernel logs no warning.
 . "$LAB_TOP/tests/lib.sh"
 cd "$LAB_TOP" || exit 1
 
@@ -140,6 +141,39 @@ elif refsrv_start "$LOG" --mode=pool-zero-copy --queue-depth=$DEPTH --nbufs=2 --
 else
 	fail "pool-zero-copy: mounts on 7.3" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
 fi
+
+# ---- pool-zero-copy on rings created another way: --ring-setup ---------------
+
+case "${REFSRV_MODES:-pool-zero-copy}" in
+*pool-zero-copy*) setups="coop defer sqpoll" ;;
+*) setups= ;;	# a build without zero-copy (tests/guest/7.3/26)
+esac
+head -c $((2 * MIB + 12345)) /dev/urandom >"$W/rs.bin"
+for setup in $setups; do
+	rsn="pool-zero-copy, --ring-setup=$setup"
+	LOG=$W/ring-$setup.log
+	rm -rf "${B:?}"/*
+	marker=$(log_marker "7.3-20-ring-setup-$setup")
+	if ! refsrv_start "$LOG" --mode=pool-zero-copy --ring-setup="$setup" \
+		--queue-depth=$DEPTH --nbufs=2 --verbose --trace; then
+		fail "$rsn: mounts on 7.3" "$(tail -n 3 "$LOG" | tr '\n' ' ')"
+		continue
+	fi
+	pass "$rsn: mounts on 7.3"
+	check_eq "$rsn: --verbose names the ring setup" "1" \
+		"$(grep -c "^fuse-uring-server: ring per queue: [0-9]* SQEs, [0-9]* CQEs, --ring-setup=$setup (" "$LOG")"
+	check "$rsn: cp a file onto the mount" cp "$W/rs.bin" "$M/rs.bin"
+	check "$rsn: cmp: the backing file got every byte" cmp "$W/rs.bin" "$B/rs.bin"
+	check "$rsn: cmp: an O_DIRECT read through the server gives them back" \
+		sh -c "dd if='$M/rs.bin' bs=256k iflag=direct status=none | cmp - '$W/rs.bin'"
+	check "$rsn: direct READs were zero-copied (zc=1)" \
+		grep -qE '^trace ring .* op=READ .* error=0 buf=- zc=1$' "$LOG"
+	refsrv_stop "$rsn"
+	# --trace also prints each entry's normal end at umount (ENOTCONN)
+	check_eq "$rsn: no queue reported an error" "" \
+		"$(grep -E 'queue [0-9]+( entry [0-9]+)?: ' "$LOG" | grep -v 'Transport endpoint is not connected$' | head -n 3)"
+	kernel_log_clean "$rsn: the kernel logged no warning" "$marker"
+done
 
 # ---- zero-copy is chosen per file: --zero-copy-min ---------------------------
 
