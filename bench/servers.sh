@@ -9,6 +9,10 @@
 #   refsrv-MODE-nbufsN         ... with --nbufs=N
 #   refsrv-zero-copy-unlinked  ... zero-copy with --unlinked (each commit
 #                              waits for its fixed operation's CQE)
+#   refsrv-MODE-coop, -defer, -sqpoll
+#                              ... with --ring-setup=coop, defer or sqpoll
+#                              (the ring's task-work and submission setups:
+#                              reference-server/ring-setup.c)
 #   passthrough_hp             libfuse's passthrough_hp -o io_uring, its
 #                              data through the ring too (--nopassthrough)
 
@@ -33,6 +37,10 @@ mount_config() {
 		mode=${config#refsrv-}
 		"$SRV" --foreground --verbose $REFSRV_CACHE --mode="${mode%-unlinked}" --unlinked \
 			"$@" "$B" "$M" 2>"$W/server.log" & ;;
+	refsrv-*-coop | refsrv-*-defer | refsrv-*-sqpoll)
+		mode=${config#refsrv-}
+		"$SRV" --foreground --verbose $REFSRV_CACHE --mode="${mode%-*}" \
+			--ring-setup="${mode##*-}" "$@" "$B" "$M" 2>"$W/server.log" & ;;
 	refsrv-*-nbufs*)
 		mode=${config#refsrv-}
 		"$SRV" --foreground --verbose $REFSRV_CACHE --mode="${mode%-nbufs*}" \

@@ -16,13 +16,13 @@ cd "$LAB_TOP" || exit 1
 
 MIB=1048576
 marker=$(log_marker 41-costs-start)
-if ! COSTS_SIZE=16M COSTS_RUNS=2 \
+if ! COSTS_SIZE=16M COSTS_RUNS=2 COSTS_FILES=16 COSTS_SETUPS= \
 	COSTS_CONFIGS="refsrv-iovec refsrv-zero-copy-unlinked refsrv-zero-copy passthrough_hp" \
 	bench/costs >"$LAB_RUN/costs.log" 2>&1; then
 	fail "bench/costs" "$(tail -n 2 "$LAB_RUN/costs.log" | tr '\n' ' ')"
 	exit 1
 fi
-pass "bench/costs: 2 runs x 4 configurations x 3 jobs"
+pass "bench/costs: 2 runs x 4 configurations x 4 jobs"
 check "bench/costs-report reads every trace (none lost an event)" \
 	python3 bench/costs-report "$LAB_RUN"
 COSTS=$LAB_RUN/bench/costs.json
@@ -106,7 +106,13 @@ check_eq "costs: a root caller's CREATE costs the reference server no setfsuid o
 # The counts that do not depend on timing repeat exactly. Of the direct
 # read, where one request is in flight at a time, all but the context
 # switches do.
-for job in randread-direct seqwrite-direct seqread-buffered; do
+# The metadata job: one CREATE per file (16 files), and its requests,
+# bytes, SQEs and CQEs as exact as a direct job's.
+for cfg in $(python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["runs"]["1"])))' "$COSTS"); do
+	check_eq "metadata $cfg: one CREATE per file, 16 files" \
+		"16" "$(cost 1 "${cfg%@*}" metadata data_requests)"
+done
+for job in randread-direct seqwrite-direct seqread-buffered metadata; do
 	for key in requests kernel_copied kernel_lent server_io copies_per_byte sqes cqes; do
 		check_eq "costs: $job $key agrees between the runs within 1 %" "True" "$(agrees "$job" "$key")"
 	done
@@ -114,6 +120,6 @@ done
 check_eq "costs: randread-direct io_uring_enter agrees between the runs within 1 %" "True" \
 	"$(agrees randread-direct io_uring_enter)"
 check "costs.rst has a row per configuration and job" \
-	test "$(grep -c -E '^(randread-direct|seqwrite-direct|seqread-buffered) +7\.2 +(refsrv|passthrough_hp)' \
-		"$LAB_RUN/bench/costs.rst")" = 12
+	test "$(grep -c -E '^(randread-direct|seqwrite-direct|seqread-buffered|metadata) +7\.2 +(refsrv|passthrough_hp)' \
+		"$LAB_RUN/bench/costs.rst")" = 16
 kernel_log_clean "costs: the kernel logged no warning" "$marker"

@@ -16,13 +16,13 @@ cd "$LAB_TOP" || exit 1
 
 MIB=1048576
 marker=$(log_marker 7.3-41-costs-start)
-if ! COSTS_SIZE=16M COSTS_RUNS=2 \
+if ! COSTS_SIZE=16M COSTS_RUNS=2 COSTS_FILES=16 COSTS_SETUPS= \
 	COSTS_CONFIGS="refsrv-iovec refsrv-pool refsrv-pool-fixed refsrv-pool-zero-copy passthrough_hp" \
 	bench/costs >"$LAB_RUN/costs-7.3.log" 2>&1; then
 	fail "bench/costs on 7.3" "$(tail -n 2 "$LAB_RUN/costs-7.3.log" | tr '\n' ' ')"
 	exit 1
 fi
-pass "bench/costs on 7.3: 2 runs x 5 configurations x 3 jobs"
+pass "bench/costs on 7.3: 2 runs x 5 configurations x 4 jobs"
 check "bench/costs-report reads every 7.3 trace (none lost an event)" \
 	python3 bench/costs-report "$LAB_RUN"
 COSTS=$LAB_RUN/bench/costs.json
@@ -86,12 +86,18 @@ done
 check_eq "7.3 costs: no reference-server job sends more requests than passthrough_hp's" \
 	"none" "$(at_most_peer)"
 
-for job in randread-direct seqwrite-direct seqread-buffered; do
+# The metadata job: one CREATE per file (16 files), and its requests,
+# bytes, SQEs and CQEs as exact as a direct job's.
+for cfg in $(python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["runs"]["1"])))' "$COSTS"); do
+	check_eq "7.3 metadata $cfg: one CREATE per file, 16 files" \
+		"16" "$(cost 1 "${cfg%@*}" metadata data_requests)"
+done
+for job in randread-direct seqwrite-direct seqread-buffered metadata; do
 	for key in requests kernel_copied kernel_lent server_io copies_per_byte sqes cqes; do
 		check_eq "7.3 costs: $job $key agrees between the runs within 1 %" "True" "$(agrees "$job" "$key")"
 	done
 done
 check "7.3 costs.rst has a row per configuration and job" \
-	test "$(grep -c -E '^(randread-direct|seqwrite-direct|seqread-buffered) +7\.3 +(refsrv|passthrough_hp)' \
-		"$LAB_RUN/bench/costs.rst")" = 15
+	test "$(grep -c -E '^(randread-direct|seqwrite-direct|seqread-buffered|metadata) +7\.3 +(refsrv|passthrough_hp)' \
+		"$LAB_RUN/bench/costs.rst")" = 20
 kernel_log_clean "7.3 costs: the kernel logged no warning" "$marker"
