@@ -12,7 +12,9 @@
 #   refsrv-MODE-coop, -defer, -sqpoll
 #                              ... with --ring-setup=coop, defer or sqpoll
 #                              (the ring's task-work and submission setups:
-#                              reference-server/ring-setup.c)
+#                              reference-server/ring-setup.c); MODE is a
+#                              mode alone: a setup does not combine with
+#                              -nbufsN or -unlinked
 #   passthrough_hp             libfuse's passthrough_hp -o io_uring, its
 #                              data through the ring too (--nopassthrough)
 

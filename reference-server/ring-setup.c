@@ -64,7 +64,12 @@
  */
 #include "fuse-uring.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <time.h>
+
+/* How long the start-up waits for the SQ thread to take its SQEs. */
+#define SRV_SQ_SUBMIT_TIMEOUT_S 5
 
 static const struct {
 	const char *name;
@@ -141,14 +146,22 @@ int ring_setup_init(struct srv_queue *q, unsigned int entries,
 int ring_setup_submit(struct srv_queue *q)
 {
 	int ret = io_uring_submit(&q->ring);
+	struct timespec now, end;
 
 	if (ret < 0 || q->s->opts->ring_setup != SRV_RING_SQPOLL)
 		return ret;
+	/* an SQ thread that never takes them must not hang the start-up */
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += SRV_SQ_SUBMIT_TIMEOUT_S;
 	while (io_uring_sq_ready(&q->ring)) {
 		int err = io_uring_submit(&q->ring);
 
 		if (err < 0)
 			return err;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			return -ETIMEDOUT;
 		sched_yield();
 	}
 	return ret;

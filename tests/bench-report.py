@@ -236,7 +236,7 @@ def check_count_targets(module):
     r = at_most(cost_table(meta, meta), "refsrv-iovec", "passthrough_hp")
     check("counts: the metadata job is compared on the counts that apply to it, none reported missing",
           r["verdict"] == met and "not in this cost table" not in r["detail"]
-          and "x 3 jobs" in r["detail"], repr(r))
+          and "46 counts (8 kinds, 3 jobs, 2 runs)" in r["detail"], repr(r))
     dearer_meta = {"refsrv-iovec": dict(copying(), metadata=metadata(other=9.0)),
                    "passthrough_hp": dict(copying(), metadata=metadata())}
     r = at_most(cost_table(dearer_meta, dearer_meta), "refsrv-iovec", "passthrough_hp")

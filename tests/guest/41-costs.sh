@@ -107,7 +107,10 @@ check_eq "costs: a root caller's CREATE costs the reference server no setfsuid o
 # read, where one request is in flight at a time, all but the context
 # switches do.
 # The metadata job: one CREATE per file (16 files), and its requests,
-# bytes, SQEs and CQEs as exact as a direct job's.
+# the bytes the kernel copied, SQEs and CQEs as exact as a direct job's.
+# Not its server I/O: that is mostly the FORGETs the server reads from
+# /dev/fuse after the job drops the dentries, batched as timing has it;
+# and copies per byte does not apply to it (no data).
 for cfg in $(python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["runs"]["1"])))' "$COSTS"); do
 	check_eq "metadata $cfg: one CREATE per file, 16 files" \
 		"16" "$(cost 1 "${cfg%@*}" metadata data_requests)"
@@ -122,7 +125,9 @@ for key in io_uring_enter other_syscalls; do
 		"$(cost 1 refsrv-iovec metadata "$key")" "$(cost 1 passthrough_hp metadata "$key")"
 done
 for job in randread-direct seqwrite-direct seqread-buffered metadata; do
-	for key in requests kernel_copied kernel_lent server_io copies_per_byte sqes cqes; do
+	keys="requests kernel_copied kernel_lent server_io copies_per_byte sqes cqes"
+	[ "$job" != metadata ] || keys="requests kernel_copied kernel_lent sqes cqes"
+	for key in $keys; do
 		check_eq "costs: $job $key agrees between the runs within 1 %" "True" "$(agrees "$job" "$key")"
 	done
 done
