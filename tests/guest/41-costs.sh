@@ -103,34 +103,11 @@ check_eq "costs: no reference-server job sends more requests than passthrough_hp
 check_eq "costs: a root caller's CREATE costs the reference server no setfsuid or setfsgid" "0" \
 	"$(grep -c -E 'sys_enter: NR (122|123) ' "$LAB_RUN/bench/costs/1/refsrv-iovec/seqwrite-direct/trace.txt")"
 
+metadata_checks ""
 # The counts that do not depend on timing repeat exactly. Of the direct
 # read, where one request is in flight at a time, all but the context
 # switches do.
-# The metadata job: one CREATE per file (16 files), and its requests,
-# the bytes the kernel copied, SQEs and CQEs as exact as a direct job's.
-# Not its server I/O: that is mostly the FORGETs the server reads from
-# /dev/fuse after the job drops the dentries, batched as timing has it;
-# and copies per byte does not apply to it (no data).
-for cfg in $(python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["runs"]["1"])))' "$COSTS"); do
-	check_eq "metadata $cfg: one CREATE per file, 16 files" \
-		"16" "$(cost 1 "${cfg%@*}" metadata data_requests)"
-done
-# Where no payload hides a request's own cost (#36): per file, the
-# reference server enters the kernel and makes other syscalls no more
-# often than passthrough_hp (8.14 and 18.39 against 9.17 and 23.39 in the
-# committed cost table: passthrough_hp also answers a SETATTR per file).
-for key in io_uring_enter other_syscalls; do
-	check "metadata: iovec's $key per file at most passthrough_hp's" \
-		python3 -c 'import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))' \
-		"$(cost 1 refsrv-iovec metadata "$key")" "$(cost 1 passthrough_hp metadata "$key")"
-done
-for job in randread-direct seqwrite-direct seqread-buffered metadata; do
-	keys="requests kernel_copied kernel_lent server_io copies_per_byte sqes cqes"
-	[ "$job" != metadata ] || keys="requests kernel_copied kernel_lent sqes cqes"
-	for key in $keys; do
-		check_eq "costs: $job $key agrees between the runs within 1 %" "True" "$(agrees "$job" "$key")"
-	done
-done
+agreement_checks ""
 check_eq "costs: randread-direct io_uring_enter agrees between the runs within 1 %" "True" \
 	"$(agrees randread-direct io_uring_enter)"
 check "costs.rst has a row per configuration and job" \

@@ -86,32 +86,8 @@ done
 check_eq "7.3 costs: no reference-server job sends more requests than passthrough_hp's" \
 	"none" "$(at_most_peer)"
 
-# The metadata job: one CREATE per file (16 files), and its requests,
-# the bytes the kernel copied, SQEs and CQEs as exact as a direct job's.
-# Not its server I/O: that is mostly the FORGETs the server reads from
-# /dev/fuse after the job drops the dentries, batched as timing has it;
-# and copies per byte does not apply to it (no data).
-for cfg in $(python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["runs"]["1"])))' "$COSTS"); do
-	check_eq "7.3 metadata $cfg: one CREATE per file, 16 files" \
-		"16" "$(cost 1 "${cfg%@*}" metadata data_requests)"
-done
-# Where no payload hides a request's own cost (#36): per file, the
-# reference server enters the kernel and makes other syscalls no more
-# often than passthrough_hp (8.16 and 18.36 against 9.20 and 23.50 on 7.3
-# in the committed cost table: passthrough_hp also answers a SETATTR per
-# file).
-for key in io_uring_enter other_syscalls; do
-	check "7.3 metadata: iovec's $key per file at most passthrough_hp's" \
-		python3 -c 'import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))' \
-		"$(cost 1 refsrv-iovec metadata "$key")" "$(cost 1 passthrough_hp metadata "$key")"
-done
-for job in randread-direct seqwrite-direct seqread-buffered metadata; do
-	keys="requests kernel_copied kernel_lent server_io copies_per_byte sqes cqes"
-	[ "$job" != metadata ] || keys="requests kernel_copied kernel_lent sqes cqes"
-	for key in $keys; do
-		check_eq "7.3 costs: $job $key agrees between the runs within 1 %" "True" "$(agrees "$job" "$key")"
-	done
-done
+metadata_checks "7.3 "
+agreement_checks "7.3 "
 check "7.3 costs.rst has a row per configuration and job" \
 	test "$(grep -c -E '^(randread-direct|seqwrite-direct|seqread-buffered|metadata) +7\.3 +(refsrv|passthrough_hp)' \
 		"$LAB_RUN/bench/costs.rst")" = 20
